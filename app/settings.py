@@ -1,0 +1,82 @@
+"""memdesk settings: environment variables with the ``MEMDESK_`` prefix, or a ``.env`` file.
+
+Built by ``get_settings()`` in the application factory, never at import time, so tests pass their own ``Settings``.
+Every field is documented in the README's configuration table; keep the two in step.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PLACEHOLDER_SECRET = "change-me"
+EMBEDDED_CHAT_MODEL = "smollm2-135m-instruct"
+
+
+class ModelPrice(BaseModel):
+    """US dollars per million tokens, for cost accounting."""
+
+    input_per_mtok: float = 0.0
+    output_per_mtok: float = 0.0
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        return (prompt_tokens * self.input_per_mtok + completion_tokens * self.output_per_mtok) / 1_000_000
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="MEMDESK_", env_file=".env", extra="ignore")
+
+    environment: Literal["development", "test", "production"] = "development"
+    data_dir: Path = Path("data")
+    database_url: str | None = Field(default=None, description="Defaults to a SQLite file under data_dir.")
+
+    # Chat LLM: any OpenAI-compatible endpoint. None starts the embedded local demo model.
+    llm_base_url: str | None = None
+    llm_api_key: SecretStr = SecretStr("not-needed")
+    chat_model: str = EMBEDDED_CHAT_MODEL
+    # Summaries go to this (cheaper) model; it may live on its own endpoint.
+    summary_model_override: str | None = None
+    summary_base_url: str | None = None
+    summary_api_key: SecretStr | None = None
+    context_length: int = Field(default=8192, ge=1024)
+    llm_timeout_s: float = Field(default=30.0, gt=0)
+    llm_max_retries: int = Field(default=2, ge=0, le=10)
+    model_prices: dict[str, ModelPrice] = Field(default_factory=dict)
+
+    secret_key: SecretStr = SecretStr(PLACEHOLDER_SECRET)
+    widget_identity_secret: SecretStr | None = None
+    tools_config_path: Path | None = None
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    max_message_chars: int = Field(default=8000, ge=1)
+    visitor_messages_per_minute: int = Field(default=20, ge=1)
+    local_model_port: int = 8765
+    local_model_threads: int = 2
+
+    @model_validator(mode="after")
+    def _refuse_placeholder_secret(self) -> Settings:
+        if self.environment == "production" and self.secret_key.get_secret_value() == PLACEHOLDER_SECRET:
+            raise ValueError(
+                "MEMDESK_SECRET_KEY is still the placeholder; set it to a long random value "
+                "(for example the output of `python -c 'import secrets; print(secrets.token_urlsafe(48))'`)."
+            )
+        return self
+
+    @cached_property
+    def resolved_database_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{(self.data_dir / 'memdesk.db').resolve()}"
+
+    @property
+    def uses_embedded_llm(self) -> bool:
+        return self.llm_base_url is None
+
+
+def get_settings() -> Settings:
+    return Settings()

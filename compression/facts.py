@@ -1,0 +1,139 @@
+"""Pinned facts: identifiers that must survive every compaction verbatim.
+
+Order numbers, tracking numbers, money amounts with their currency, dates, emails and phone numbers are found with
+a configurable set of regular expressions, without any LLM. After the summary model has written its summary, every
+identifier from the compacted turns that the summary does not mention is appended under its Critical Context
+heading. Because the next compaction extracts facts from the previous summary too, a pinned fact outlives any
+number of compactions.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+_MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)[a-z]*\.?"
+
+
+@dataclass(frozen=True)
+class FactPattern:
+    """One kind of identifier: ``kind`` is a stable key, ``label`` the heading shown in summaries."""
+
+    kind: str
+    label: str
+    regex: str
+
+
+# Order matters: earlier patterns claim their text first, so a tracking number is never also read as a phone.
+DEFAULT_FACT_PATTERNS: tuple[FactPattern, ...] = (
+    FactPattern("email", "Emails", r"\b[A-Za-z0-9._%+-]++@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"),
+    FactPattern(
+        "tracking",
+        "Tracking numbers",
+        r"\b1Z[0-9A-Z]{16}\b|\b[A-Z]{2}\d{9}[A-Z]{2}\b|\b\d{20,22}\b|\b\d{12}\b",
+    ),
+    FactPattern("order", "Order numbers", r"#[A-Z]{0,3}-?\d{4,10}\b|\b[A-Z]{1,4}-\d{4,10}\b|\b[A-Z]{1,2}\d{6,10}\b"),
+    FactPattern(
+        "money",
+        "Amounts",
+        r"[$€£¥]\s?\d[\d,]*(?:\.\d{1,2})?|\b\d[\d,]*(?:\.\d{1,2})?\s?(?:USD|EUR|GBP|JPY|CAD|AUD|CHF)\b",
+    ),
+    FactPattern(
+        "date",
+        "Dates",
+        rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b{_MONTH} \d{{1,2}}(?:st|nd|rd|th)?,? \d{{4}}\b|\b\d{{1,2}} {_MONTH} \d{{4}}\b",
+    ),
+    FactPattern(
+        "phone",
+        "Phone numbers",
+        r"\+\d[\d ().-]{6,16}\d|\(\d{3}\) ?\d{3}-\d{4}\b|\b\d{3}[-.]\d{3}[-.]\d{4}\b",
+    ),
+)
+
+_NORMALIZE = re.compile(r"[\s#,()\-.]")
+_EXTRACT_CACHE_SIZE = 16_384
+
+
+def normalize_identifier(value: str) -> str:
+    """The form used to decide whether a text already mentions an identifier."""
+    return _NORMALIZE.sub("", value).lower()
+
+
+class PinnedFacts:
+    """Identifiers grouped by kind, in first-seen order, without duplicates."""
+
+    def __init__(self, patterns: Sequence[FactPattern]) -> None:
+        self._labels = {pattern.kind: pattern.label for pattern in patterns}
+        self._values: dict[str, dict[str, str]] = {pattern.kind: {} for pattern in patterns}
+
+    def add(self, kind: str, value: str) -> None:
+        bucket = self._values.get(kind)
+        if bucket is not None:
+            bucket.setdefault(normalize_identifier(value), value)
+
+    def update(self, pairs: Iterable[tuple[str, str]]) -> None:
+        for kind, value in pairs:
+            self.add(kind, value)
+
+    def values(self) -> list[str]:
+        return [value for bucket in self._values.values() for value in bucket.values()]
+
+    def by_kind(self) -> dict[str, list[str]]:
+        return {kind: list(bucket.values()) for kind, bucket in self._values.items() if bucket}
+
+    def __len__(self) -> int:
+        return sum(len(bucket) for bucket in self._values.values())
+
+    def missing_from(self, text: str) -> PinnedFacts:
+        """The facts that ``text`` does not mention (compared in normalized form)."""
+        haystack = normalize_identifier(text)
+        missing = PinnedFacts([FactPattern(kind, label, "") for kind, label in self._labels.items()])
+        for kind, bucket in self._values.items():
+            for key, value in bucket.items():
+                if key not in haystack:
+                    missing.add(kind, value)
+        return missing
+
+    def render(self) -> str:
+        """One bullet per kind, values verbatim."""
+        return "\n".join(
+            f"- {self._labels[kind]}: {', '.join(values)}" for kind, values in self.by_kind().items()
+        )
+
+
+class FactExtractor:
+    """Finds identifiers in text with one combined regular expression; results are cached per text."""
+
+    def __init__(self, patterns: Sequence[FactPattern] = DEFAULT_FACT_PATTERNS) -> None:
+        if not patterns:
+            raise ValueError("FactExtractor needs at least one FactPattern.")
+        self.patterns = tuple(patterns)
+        alternation = "|".join(f"(?P<k{index}>{pattern.regex})" for index, pattern in enumerate(self.patterns))
+        self._regex = re.compile(alternation)
+        self._kinds = {f"k{index}": pattern.kind for index, pattern in enumerate(self.patterns)}
+        self._extract_cached = lru_cache(maxsize=_EXTRACT_CACHE_SIZE)(self._extract)
+
+    def _extract(self, text: str) -> tuple[tuple[str, str], ...]:
+        found: list[tuple[str, str]] = []
+        for match in self._regex.finditer(text):
+            group = match.lastgroup
+            if group is not None:
+                found.append((self._kinds[group], match.group().strip()))
+        return tuple(found)
+
+    def extract(self, text: str) -> tuple[tuple[str, str], ...]:
+        """(kind, value) pairs in order of appearance."""
+        if not text:
+            return ()
+        return self._extract_cached(text)
+
+    def collect(self, texts: Iterable[str]) -> PinnedFacts:
+        facts = self.empty()
+        for text in texts:
+            facts.update(self.extract(text))
+        return facts
+
+    def empty(self) -> PinnedFacts:
+        return PinnedFacts(self.patterns)

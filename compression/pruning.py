@@ -1,0 +1,217 @@
+"""Step 1 of a compaction: shrink old tool output without calling an LLM.
+
+Outside the protected head and tail, tool results are de-duplicated (the latest copy stays, earlier copies point to
+it) and large ones are reduced by what they contain: JSON keeps identifiers, statuses, amounts and dates; logs keep
+counts per level and their error and warning lines; tables keep the header, first and last rows and a row count;
+other text keeps its head and tail. Every reduced output starts with ``PRUNED_MARKER``, so pruning twice changes
+nothing. Oversized tool-call arguments are shortened into smaller, still valid JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from compression.types import Message
+
+PRUNED_MARKER = "[memdesk:pruned]"
+PRUNE_MIN_CHARS = 1_200
+TEXT_HEAD_CHARS = 500
+TEXT_TAIL_CHARS = 250
+JSON_LIST_KEEP = 3
+JSON_STRING_MAX_CHARS = 80
+JSON_MAX_DEPTH = 4
+LOG_MAX_ISSUE_LINES = 12
+TABLE_HEAD_ROWS = 3
+TABLE_TAIL_ROWS = 2
+TOOL_ARGUMENTS_MAX_CHARS = 800
+TOOL_ARGUMENT_STRING_MAX_CHARS = 160
+
+_KEEP_KEY = re.compile(
+    r"(^|_)(id|ids|number|no|sku|status|state|amount|total|subtotal|price|cost|refund|balance|currency|date|"
+    r"eta|due|at|on|time|timestamp|tracking|carrier|email|phone|name|quantity|qty|reason|error|code|"
+    r"message|result|outcome)($|_)|Id$|At$|Date$",
+    re.IGNORECASE,
+)
+_LOG_LEVEL = re.compile(r"\b(TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|CRITICAL|FATAL)\b")
+_ISSUE_LEVELS = frozenset({"WARN", "WARNING", "ERROR", "CRITICAL", "FATAL"})
+_TABLE_DELIMITERS = (",", "\t", "|", ";")
+
+
+def is_pruned(content: str) -> bool:
+    return content.startswith(PRUNED_MARKER)
+
+
+def _header(kind: str, text: str, note: str) -> str:
+    lines = text.count("\n") + 1
+    return f"{PRUNED_MARKER} {kind} tool output, originally {len(text):,} chars / {lines:,} lines; {note}"
+
+
+def _shrink_json_value(value: Any, depth: int) -> Any:
+    if isinstance(value, dict):
+        if depth >= JSON_MAX_DEPTH:
+            return f"<object with {len(value)} keys>"
+        kept: dict[str, Any] = {}
+        for key, item in value.items():
+            if isinstance(item, (dict, list)):
+                shrunk = _shrink_json_value(item, depth + 1)
+                if shrunk not in ({}, []):
+                    kept[key] = shrunk
+            elif _KEEP_KEY.search(str(key)):
+                kept[key] = _shrink_json_value(item, depth + 1)
+        return kept
+    if isinstance(value, list):
+        head = [_shrink_json_value(item, depth + 1) for item in value[:JSON_LIST_KEEP]]
+        if len(value) > JSON_LIST_KEEP:
+            head.append(f"<{len(value) - JSON_LIST_KEEP} more items>")
+        return head
+    if isinstance(value, str) and len(value) > JSON_STRING_MAX_CHARS:
+        return value[:JSON_STRING_MAX_CHARS] + "…"
+    return value
+
+
+def shrink_json(text: str) -> str | None:
+    """Identifiers, statuses, amounts and dates of a JSON document; None when ``text`` is not JSON."""
+    try:
+        document = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(document, (dict, list)):
+        return None
+    reduced = json.dumps(_shrink_json_value(document, 0), ensure_ascii=False, separators=(",", ":"))
+    return f"{_header('JSON', text, 'kept ids, statuses, amounts and dates')}\n{reduced}"
+
+
+def shrink_log(lines: list[str], text: str) -> str | None:
+    """Counts per level and the warning and error lines of a log; None when ``text`` is not a log."""
+    counts: dict[str, int] = {}
+    issues: list[str] = []
+    leveled = 0
+    for line in lines:
+        match = _LOG_LEVEL.search(line)
+        if match is None:
+            continue
+        leveled += 1
+        level = match.group(1).upper()
+        counts[level] = counts.get(level, 0) + 1
+        if level in _ISSUE_LEVELS and len(issues) < LOG_MAX_ISSUE_LINES:
+            issues.append(line.strip())
+    if leveled < max(3, len(lines) // 2):
+        return None
+    summary = ", ".join(f"{level} {count}" for level, count in counts.items())
+    body = [f"levels: {summary}", *issues, f"last: {lines[-1].strip()}"]
+    return "\n".join([_header("log", text, "kept level counts, warnings and errors"), *body])
+
+
+def shrink_table(lines: list[str], text: str) -> str | None:
+    """Header, first and last rows and a row count of a table; None when ``text`` is not a table."""
+    rows = [line for line in lines if line.strip()]
+    if len(rows) < TABLE_HEAD_ROWS + TABLE_TAIL_ROWS + 2:
+        return None
+    for delimiter in _TABLE_DELIMITERS:
+        columns = rows[0].count(delimiter)
+        if columns == 0:
+            continue
+        consistent = sum(1 for row in rows if row.count(delimiter) == columns)
+        if consistent >= 0.9 * len(rows):
+            data = rows[1:]
+            omitted = len(data) - TABLE_HEAD_ROWS - TABLE_TAIL_ROWS
+            kept = [rows[0], *data[:TABLE_HEAD_ROWS], f"… {omitted} rows omitted …", *data[-TABLE_TAIL_ROWS:]]
+            note = f"table of {len(data)} rows; kept header, first and last rows"
+            return "\n".join([_header("table", text, note), *kept])
+    return None
+
+
+def shrink_text(text: str) -> str:
+    """Head and tail of any text, with its original size."""
+    note = "kept head and tail"
+    return f"{_header('text', text, note)}\n{text[:TEXT_HEAD_CHARS]}\n…\n{text[-TEXT_TAIL_CHARS:]}"
+
+
+def shrink_tool_output(text: str) -> str:
+    """The reduced form of one large tool output, chosen by what it contains."""
+    stripped = text.lstrip()
+    if stripped[:1] in ("{", "["):
+        reduced = shrink_json(stripped)
+        if reduced is not None:
+            return reduced
+    lines = text.splitlines()
+    return shrink_log(lines, text) or shrink_table(lines, text) or shrink_text(text)
+
+
+def _shorten_arguments(arguments: str) -> str:
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:
+        return json.dumps({"_truncated_arguments": arguments[:TOOL_ARGUMENT_STRING_MAX_CHARS] + "…"})
+
+    def shorten(value: Any) -> Any:
+        if isinstance(value, str) and len(value) > TOOL_ARGUMENT_STRING_MAX_CHARS:
+            return value[:TOOL_ARGUMENT_STRING_MAX_CHARS] + "…"
+        if isinstance(value, dict):
+            return {key: shorten(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [shorten(item) for item in value[: JSON_LIST_KEEP * 2]]
+        return value
+
+    shortened = json.dumps(shorten(parsed), ensure_ascii=False)
+    if len(shortened) > TOOL_ARGUMENTS_MAX_CHARS:
+        return json.dumps({"_truncated_arguments": shortened[:TOOL_ARGUMENT_STRING_MAX_CHARS] + "…"})
+    return shortened
+
+
+def _prune_tool_calls(message: Message) -> Message | None:
+    calls = message.get("tool_calls")
+    if not isinstance(calls, list):
+        return None
+    changed = False
+    new_calls: list[Any] = []
+    for call in calls:
+        function = call.get("function") if isinstance(call, dict) else None
+        arguments = function.get("arguments") if isinstance(function, dict) else None
+        if isinstance(function, dict) and isinstance(arguments, str) and len(arguments) > TOOL_ARGUMENTS_MAX_CHARS:
+            new_calls.append({**call, "function": {**function, "arguments": _shorten_arguments(arguments)}})
+            changed = True
+        else:
+            new_calls.append(call)
+    return {**message, "tool_calls": new_calls} if changed else None
+
+
+def prune_tool_outputs(
+    messages: list[Message], indexes: Iterable[int], *, min_chars: int = PRUNE_MIN_CHARS
+) -> tuple[list[Message], list[int]]:
+    """Prune the tool output at ``indexes`` (the unprotected range).
+
+    Returns a new list (unchanged messages are shared, changed ones copied) and the indexes that changed.
+    """
+    result = list(messages)
+    affected: list[int] = []
+    candidates = sorted(set(indexes), reverse=True)
+    latest_copy: dict[str, str] = {}
+    for index in candidates:  # newest first, so the latest duplicate is the one kept
+        message = messages[index]
+        role = message.get("role")
+        if role == "assistant":
+            pruned_calls = _prune_tool_calls(message)
+            if pruned_calls is not None:
+                result[index] = pruned_calls
+                affected.append(index)
+            continue
+        content = message.get("content")
+        if role != "tool" or not isinstance(content, str) or is_pruned(content):
+            continue
+        if len(content) >= 64:
+            seen_call = latest_copy.get(content)
+            if seen_call is not None:
+                note = f"{PRUNED_MARKER} duplicate: identical to the later result of tool call {seen_call}"
+                result[index] = {**message, "content": note}
+                affected.append(index)
+                continue
+            latest_copy[content] = str(message.get("tool_call_id") or "?")
+        if len(content) >= min_chars:
+            result[index] = {**message, "content": shrink_tool_output(content)}
+            affected.append(index)
+    affected.sort()
+    return result, affected

@@ -1,0 +1,86 @@
+"""Deterministic, download-free token estimates, aware of CJK text.
+
+Real counts come from the API's ``usage``; these estimates drive preflight checks and budgets before a request
+is sent. Ratios are deliberately on the generous side so that an estimate under the window means the real prompt
+fits: about four ASCII characters per token, one token per CJK character (Han, kana, Hangul, full-width forms)
+and two other non-ASCII characters per token.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from typing import Any
+
+from compression.types import Message
+
+ASCII_CHARS_PER_TOKEN = 4
+OTHER_CHARS_PER_TOKEN = 2
+MESSAGE_OVERHEAD_TOKENS = 4
+TOOL_CALL_OVERHEAD_TOKENS = 8
+_TEXT_CACHE_SIZE = 16_384
+
+_CJK = re.compile(
+    "[\u2e80-\u2fff\u3000-\u303f\u3040-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+    "\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\U00020000-\U0002fa1f]"
+)
+
+
+@lru_cache(maxsize=_TEXT_CACHE_SIZE)
+def estimate_text_tokens(text: str) -> int:
+    """Estimated tokens for one string."""
+    if not text:
+        return 0
+    length = len(text)
+    if text.isascii():
+        return -(-length // ASCII_CHARS_PER_TOKEN)
+    ascii_chars = len(text.encode("ascii", "ignore"))
+    cjk_chars = len(_CJK.findall(text))
+    other_chars = length - ascii_chars - cjk_chars
+    return -(-ascii_chars // ASCII_CHARS_PER_TOKEN) + cjk_chars + -(-other_chars // OTHER_CHARS_PER_TOKEN)
+
+
+def content_text(content: Any) -> str:
+    """The text of a message ``content``: a string, a list of content parts, or None."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts: list[str] = []
+        for part in content:
+            if isinstance(part, dict):
+                text = part.get("text")
+                if isinstance(text, str):
+                    parts.append(text)
+            elif isinstance(part, str):
+                parts.append(part)
+        return "\n".join(parts)
+    return str(content)
+
+
+def estimate_message_tokens(message: Message) -> int:
+    """Estimated tokens of one chat message, tool calls included."""
+    tokens = MESSAGE_OVERHEAD_TOKENS + estimate_text_tokens(content_text(message.get("content")))
+    tool_calls = message.get("tool_calls")
+    if tool_calls:
+        for call in tool_calls:
+            function = call.get("function") if isinstance(call, dict) else None
+            if not isinstance(function, dict):
+                tokens += TOOL_CALL_OVERHEAD_TOKENS
+                continue
+            arguments = function.get("arguments")
+            if not isinstance(arguments, str):
+                arguments = json.dumps(arguments)
+            tokens += (
+                TOOL_CALL_OVERHEAD_TOKENS
+                + estimate_text_tokens(str(function.get("name") or ""))
+                + estimate_text_tokens(arguments)
+            )
+    return tokens
+
+
+def estimate_messages_tokens(messages: list[Message]) -> int:
+    """Estimated tokens of a whole chat sequence."""
+    return sum(estimate_message_tokens(message) for message in messages)

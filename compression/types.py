@@ -1,0 +1,109 @@
+"""Value types shared by every context engine and the host application.
+
+Messages are plain dicts in the OpenAI chat format (``role``, ``content``, ``tool_calls``, ``tool_call_id``).
+A message may also carry ``created_at`` (an ISO 8601 string or an aware ``datetime``); the compressor reads it to
+turn relative dates into absolute ones and keeps it on the messages it returns. Hosts strip keys the LLM API does
+not accept before sending.
+
+Exception tree::
+
+    CompressionError                base of everything this package raises on purpose
+    ├── ContextOverflowError        protected content alone does not fit the model's window
+    └── SummaryUnavailableError     (internal) the summary model and the main model both failed
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any, Literal, Protocol, TypeAlias
+
+Message: TypeAlias = dict[str, Any]
+
+KeyDecisionKind = Literal["decision", "promise", "preference"]
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token counts reported by an LLM API for one request."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens)
+
+
+@dataclass(frozen=True)
+class Completion:
+    """What a ``SummaryLLM`` returns: the text, the model that actually answered, and its usage."""
+
+    text: str
+    model: str
+    usage: Usage | None = None
+
+
+class SummaryLLM(Protocol):
+    """The callable the host gives the compressor; the compressor never talks to an LLM API itself.
+
+    Implementations enforce their own timeout and raise any exception on failure.
+    """
+
+    def complete(self, messages: list[Message], *, model: str, max_tokens: int) -> Completion: ...
+
+
+@dataclass(frozen=True)
+class KeyDecision:
+    """A conclusion parsed from a summary, ready to become a long-term memory.
+
+    ``source_range`` is the half-open range of input message indexes that the summary replaced in the compaction
+    where the item first appeared; ``new`` is False for items carried over unchanged from an earlier summary.
+    """
+
+    kind: KeyDecisionKind
+    text: str
+    due_date: date | None = None
+    identifiers: tuple[str, ...] = ()
+    source_range: tuple[int, int] | None = None
+    new: bool = True
+
+
+@dataclass
+class CompressionResult:
+    """The outcome of one ``ContextEngine.compress`` call."""
+
+    messages: list[Message]
+    summary: str | None
+    key_decisions: list[KeyDecision]
+    compacted_range: tuple[int, int] | None
+    tokens_before: int
+    tokens_after: int
+    summary_model: str | None = None
+    summary_usage: Usage | None = None
+    fallback_used: bool = False
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+
+class CompressionError(Exception):
+    """Base class for errors raised by context engines."""
+
+
+class ContextOverflowError(CompressionError):
+    """The content that must be kept verbatim already exceeds the model's context window."""
+
+    def __init__(self, *, protected_tokens: int, context_length: int) -> None:
+        self.protected_tokens = protected_tokens
+        self.context_length = context_length
+        super().__init__(
+            f"The conversation's protected content (system prompt, first exchange and latest turns) needs about "
+            f"{protected_tokens} tokens, more than the model's {context_length}-token window. Shorten the system "
+            f"prompt or the latest message, or use a model with a larger context window."
+        )
+
+
+class SummaryUnavailableError(CompressionError):
+    """Both the summary model and the main model failed to produce a summary."""

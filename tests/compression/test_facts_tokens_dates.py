@@ -1,0 +1,87 @@
+"""Deterministic helpers: identifier extraction, token estimates and absolute dates."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from compression.dates import absolutize_dates, find_date
+from compression.facts import FactExtractor, FactPattern
+from compression.sections import parse_sections
+from compression.tokens import estimate_message_tokens, estimate_text_tokens
+
+TEXT = (
+    "Order #W2378156 (also W1234567) ships with 1Z999AA10123456784 or LX123456789DE. Refund $42.10, "
+    "or 19.99 EUR, by 2026-12-02 / December 4, 2026. Mail jane.doe@example.com, call +1 (555) 010-1234."
+)
+
+
+def test_identifiers_are_extracted_by_kind() -> None:
+    facts = FactExtractor().collect([TEXT]).by_kind()
+    assert facts["order"] == ["#W2378156", "W1234567"]
+    assert facts["tracking"] == ["1Z999AA10123456784", "LX123456789DE"]
+    assert facts["money"] == ["$42.10", "19.99 EUR"]
+    assert facts["date"] == ["2026-12-02", "December 4, 2026"]
+    assert facts["email"] == ["jane.doe@example.com"]
+    assert facts["phone"] == ["+1 (555) 010-1234"]
+
+
+def test_missing_facts_compare_in_normalized_form() -> None:
+    facts = FactExtractor().collect([TEXT])
+    missing = facts.missing_from("Order W2378156, tracking 1z999aa10123456784, refund $42.10").values()
+    assert "#W2378156" not in missing and "1Z999AA10123456784" not in missing and "$42.10" not in missing
+    assert "W1234567" in missing and "jane.doe@example.com" in missing
+
+
+def test_fact_patterns_are_configurable() -> None:
+    extractor = FactExtractor([FactPattern("ticket", "Tickets", r"\bTCK-\d{5}\b")])
+    assert extractor.collect(["see TCK-12345 and #W2378156"]).by_kind() == {"ticket": ["TCK-12345"]}
+
+
+def test_extraction_stays_linear_on_long_runs_without_identifiers() -> None:
+    assert FactExtractor().extract("x" * 200_000 + " a@b.co") == (("email", "a@b.co"),)
+
+
+def test_token_estimate_is_cjk_aware() -> None:
+    english = "The refund for your order has been approved."
+    chinese = "您的订单退款已经批准了，请注意查收。"
+    assert estimate_text_tokens(english) == -(-len(english) // 4)
+    assert estimate_text_tokens(chinese) >= len(chinese) - 2  # about one token per CJK character
+    assert estimate_text_tokens("注文番号 #W2378156 の返金") > estimate_text_tokens("order #W2378156 refund")
+    assert estimate_text_tokens("") == 0
+
+
+def test_message_estimate_counts_tool_calls_and_tolerates_odd_content() -> None:
+    call = {"id": "c", "type": "function", "function": {"name": "track", "arguments": '{"n": "1Z999"}'}}
+    assert estimate_message_tokens({"role": "assistant", "content": None, "tool_calls": [call]}) > 8
+    assert estimate_message_tokens({"role": "user", "content": [{"type": "text", "text": "hello"}]}) == 4 + 2
+    assert estimate_message_tokens({"role": "weird"}) == 4
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Email the label tomorrow.", "Email the label 2026-11-28."),
+        ("Refund within 3 business days.", "Refund by 2026-12-02."),
+        ("Call back by Friday.", "Call back by Friday 2026-12-04."),
+        ("Replacement ships in two weeks.", "Replacement ships by 2026-12-11."),
+        ("Decided today.", "Decided 2026-11-27."),
+        ("Already due 2026-12-01.", "Already due 2026-12-01."),
+    ],
+)
+def test_relative_dates_become_absolute(text: str, expected: str) -> None:
+    assert absolutize_dates(text, date(2026, 11, 27)) == expected  # a Friday
+
+
+def test_find_date_reads_iso_and_written_dates() -> None:
+    assert find_date("by December 2, 2026") == date(2026, 12, 2)
+    assert find_date("on 3 Jan 2027, not 2027-02-30") == date(2027, 1, 3)
+    assert find_date("no date here") is None
+
+
+def test_sections_parse_tolerates_heading_styles_and_placeholders() -> None:
+    text = "**Key Decisions:**\n1. Refund approved\n   for the kettle\nPROMISES & COMMITMENTS\n- None\n## Other\n- x"
+    sections = parse_sections(text)
+    assert sections["Key Decisions"] == ["Refund approved for the kettle"]
+    assert sections["Promises & Commitments"] == []
