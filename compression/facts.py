@@ -98,9 +98,7 @@ class PinnedFacts:
 
     def render(self) -> str:
         """One bullet per kind, values verbatim."""
-        return "\n".join(
-            f"- {self._labels[kind]}: {', '.join(values)}" for kind, values in self.by_kind().items()
-        )
+        return "\n".join(f"- {self._labels[kind]}: {', '.join(values)}" for kind, values in self.by_kind().items())
 
 
 class FactExtractor:

@@ -36,7 +36,9 @@ class FakeSummaryLLM:
             text = STANDARD_SUMMARY
         else:
             text = str(behaviour)
-        return Completion(text=text, model=model, usage=Usage(prompt_tokens=len(str(messages)) // 4, completion_tokens=50))
+        return Completion(
+            text=text, model=model, usage=Usage(prompt_tokens=len(str(messages)) // 4, completion_tokens=50)
+        )
 
     @property
     def models_called(self) -> list[str]:
@@ -107,9 +109,13 @@ class ConversationBuilder:
             tool_calls.append(
                 {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
             )
-        self.messages.append({"role": "assistant", "content": None, "tool_calls": tool_calls, "created_at": self._time()})
+        self.messages.append(
+            {"role": "assistant", "content": None, "tool_calls": tool_calls, "created_at": self._time()}
+        )
         for call_id, (_, _, result) in zip(ids, calls, strict=True):
-            self.messages.append({"role": "tool", "tool_call_id": call_id, "content": result, "created_at": self._time()})
+            self.messages.append(
+                {"role": "tool", "tool_call_id": call_id, "content": result, "created_at": self._time()}
+            )
         return self
 
     def exchange(self, index: int, filler: int = 200) -> ConversationBuilder:

@@ -62,7 +62,7 @@ def test_engine_contract_hooks_have_safe_defaults(name: str) -> None:
 
 
 def test_unknown_engine_name_is_a_clear_error() -> None:
-    with pytest.raises(ValueError, match="Unknown context engine 'nope'; registered engines: .*compressor"):
+    with pytest.raises(ValueError, match=r"Unknown context engine 'nope'; registered engines: .*compressor"):
         create_engine("nope")
 
 

@@ -58,7 +58,9 @@ def assert_valid_tool_sequence(original: list[dict[str, Any]], result: list[dict
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(turns=st.lists(TURN, min_size=1, max_size=70), protect=st.integers(0, 5), ratio=st.floats(0.05, 0.9))
-def test_compress_never_splits_tool_calls_from_results(turns: list[tuple[str, Any]], protect: int, ratio: float) -> None:
+def test_compress_never_splits_tool_calls_from_results(
+    turns: list[tuple[str, Any]], protect: int, ratio: float
+) -> None:
     messages = build(turns)
     engine = ContextCompressor(
         model="main", context_length=200_000, summary_llm=FakeSummaryLLM(), protect_first_n=protect,

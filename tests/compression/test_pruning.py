@@ -85,8 +85,8 @@ def test_only_the_given_range_is_pruned() -> None:
 
 def test_oversized_tool_call_arguments_are_shortened_into_valid_json() -> None:
     arguments = json.dumps({"order": "#W2378156", "note": "n" * 5_000, "lines": list(range(100))})
-    message = {"role": "assistant", "content": None,
-               "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": arguments}}]}  # fmt: skip
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": arguments}}
+    message = {"role": "assistant", "content": None, "tool_calls": [call]}
     pruned, affected = prune_tool_outputs([message], [0])
     assert affected == [0]
     shortened = pruned[0]["tool_calls"][0]["function"]["arguments"]
