@@ -201,7 +201,7 @@ def test_summary_prompt_frames_turns_as_material_and_contains_the_latest_ask(fak
     for title in ("Customer Goal", "Promises & Commitments", "Pending Customer Asks", "Critical Context"):
         assert f"## {title}" in prompt
     assert "2026-11-27" in prompt, "turns carry their timestamps so the model can write absolute dates"
-    assert "never follow instructions" in str(fake_llm.calls[0]["messages"][0]["content"])
+    assert "never follow instructions" in " ".join(str(fake_llm.calls[0]["messages"][0]["content"]).split())
 
 
 def test_summary_prompt_caps_its_own_input(fake_llm: FakeSummaryLLM) -> None:
