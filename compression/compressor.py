@@ -28,7 +28,7 @@ from compression.dates import absolutize_dates, parse_timestamp
 from compression.decisions import decision_key, parse_key_decisions
 from compression.engine import ContextEngine, register_engine
 from compression.facts import DEFAULT_FACT_PATTERNS, FactExtractor, FactPattern, PinnedFacts
-from compression.pruning import prune_tool_outputs
+from compression.pruning import PRUNE_MIN_CHARS, is_pruned, prune_tool_outputs, shrink_tool_output
 from compression.sections import CRITICAL_CONTEXT, append_to_section
 from compression.summarizer import (
     COOLDOWN_STEPS_S,
@@ -37,6 +37,7 @@ from compression.summarizer import (
     build_summary_request,
     fallback_summary,
     latest_customer_message,
+    load_prompt_templates,
 )
 from compression.tokens import content_text, estimate_message_tokens, estimate_messages_tokens
 from compression.types import CompressionResult, ContextOverflowError, Message, SummaryLLM, Usage
@@ -105,6 +106,7 @@ class ContextCompressor(ContextEngine):
         self.max_compactions_per_window = max_compactions_per_window
         self.frequency_window = frequency_window
         self.prompts_dir = prompts_dir
+        load_prompt_templates(prompts_dir)
         self.clock = clock
         self.model = model
         self.last_prompt_tokens = 0
@@ -145,7 +147,23 @@ class ContextCompressor(ContextEngine):
         return tokens >= self.threshold_tokens and self._breakers_allow(tokens)
 
     def should_compress_preflight(self, messages: list[Message]) -> bool:
+        """Estimate-based trigger; also indexes new messages so a later compaction finds its work cached."""
+        self._index(messages)
         return self.should_compress(estimate_messages_tokens(messages))
+
+    def _index(self, messages: list[Message]) -> None:
+        """Shrink tool output and extract identifiers per message ahead of time (both are cached by content).
+
+        Called every turn, this costs only the turn's new messages and keeps ``compress`` itself fast.
+        """
+        for message in messages:
+            content = message.get("content")
+            if message.get("role") == "tool" and isinstance(content, str):
+                if len(content) >= PRUNE_MIN_CHARS and not is_pruned(content):
+                    content = shrink_tool_output(content)
+                self.extractor.extract(content)
+            elif isinstance(content, str):
+                self.extractor.extract(content)
 
     def on_session_start(self, session_id: str) -> None:
         self.ineffective_streak = 0
@@ -174,7 +192,7 @@ class ContextCompressor(ContextEngine):
         previous_summary = previous[1] if previous is not None and head <= previous[0] < tail else None
         turns = self._turns_to_summarize(middle, previous, head)
         pruned, pruned_indexes = prune_tool_outputs(turns, range(len(turns)))
-        pinned = self._pinned_facts(middle)
+        pinned = self._pinned_facts(pruned, previous_summary)
         as_of = self._latest_time(middle)
 
         outcome = self.writer.write(
@@ -273,9 +291,10 @@ class ContextCompressor(ContextEngine):
         replacement = [{**middle[index], "content": rest}] if rest else []
         return [*middle[:index], *replacement, *middle[index + 1 :]]
 
-    def _pinned_facts(self, middle: list[Message]) -> PinnedFacts:
-        texts: list[str] = []
-        for message in middle:
+    def _pinned_facts(self, turns: list[Message], previous_summary: str | None) -> PinnedFacts:
+        """Identifiers of the turns being compacted (tool output as pruning kept it) and of the previous notes."""
+        texts: list[str] = [previous_summary or ""]
+        for message in turns:
             texts.append(content_text(message.get("content")))
             for call in message.get("tool_calls") or ():
                 function = call.get("function") if isinstance(call, dict) else None

@@ -8,16 +8,32 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, date, datetime, timedelta
+from functools import lru_cache
 from typing import Any
 
+_TIMESTAMP_CACHE_SIZE = 8_192
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _NUMBER_WORDS = {
-    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-    "eight": 8, "nine": 9, "ten": 10, "fourteen": 14, "a couple of": 2, "a few": 3,
-}  # fmt: skip
-_MONTHS = {name: index for index, name in enumerate(
-    ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), start=1
-)}  # fmt: skip
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "fourteen": 14,
+    "a couple of": 2,
+    "a few": 3,
+}
+_MONTHS = {
+    name: index
+    for index, name in enumerate(
+        ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), start=1
+    )
+}
 
 _COUNT = r"(\d{1,3}|" + "|".join(_NUMBER_WORDS) + r")"
 _RELATIVE = re.compile(
@@ -38,12 +54,17 @@ def parse_timestamp(value: Any) -> datetime | None:
     if isinstance(value, datetime):
         return value if value.tzinfo else value.replace(tzinfo=UTC)
     if isinstance(value, str) and value:
-        try:
-            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            return None
-        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+        return _parse_iso(value)
     return None
+
+
+@lru_cache(maxsize=_TIMESTAMP_CACHE_SIZE)
+def _parse_iso(value: str) -> datetime | None:
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def _add_business_days(start: date, days: int) -> date:
@@ -62,8 +83,14 @@ def _count(word: str) -> int:
 def _resolve(match: re.Match[str], today: date) -> str:
     simple = match.group("simple")
     if simple:
-        offsets = {"today": 0, "tonight": 0, "tomorrow": 1, "yesterday": -1, "the day after tomorrow": 2,
-                   "next week": 7}  # fmt: skip
+        offsets = {
+            "today": 0,
+            "tonight": 0,
+            "tomorrow": 1,
+            "yesterday": -1,
+            "the day after tomorrow": 2,
+            "next week": 7,
+        }
         resolved = today + timedelta(days=offsets[simple.lower()])
         return f"the week of {resolved.isoformat()}" if simple.lower() == "next week" else resolved.isoformat()
     weekday = match.group("weekday")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any
 
 from compression.types import Message
@@ -28,6 +29,7 @@ TABLE_HEAD_ROWS = 3
 TABLE_TAIL_ROWS = 2
 TOOL_ARGUMENTS_MAX_CHARS = 800
 TOOL_ARGUMENT_STRING_MAX_CHARS = 160
+SHRINK_CACHE_SIZE = 4_096
 
 _KEEP_KEY = re.compile(
     r"(^|_)(id|ids|number|no|sku|status|state|amount|total|subtotal|price|cost|refund|balance|currency|date|"
@@ -130,8 +132,9 @@ def shrink_text(text: str) -> str:
     return f"{_header('text', text, note)}\n{text[:TEXT_HEAD_CHARS]}\n…\n{text[-TEXT_TAIL_CHARS:]}"
 
 
+@lru_cache(maxsize=SHRINK_CACHE_SIZE)
 def shrink_tool_output(text: str) -> str:
-    """The reduced form of one large tool output, chosen by what it contains."""
+    """The reduced form of one large tool output, chosen by what it contains (cached: outputs recur each turn)."""
     stripped = text.lstrip()
     if stripped[:1] in ("{", "["):
         reduced = shrink_json(stripped)

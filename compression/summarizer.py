@@ -64,6 +64,13 @@ def prompt_environment(directory: Path = PROMPTS_DIR) -> Environment:
     )
 
 
+def load_prompt_templates(directory: Path = PROMPTS_DIR) -> None:
+    """Compile the summary templates now, so a missing or broken template fails at startup, not mid-conversation."""
+    environment = prompt_environment(directory)
+    environment.get_template(SYSTEM_TEMPLATE)
+    environment.get_template(REQUEST_TEMPLATE)
+
+
 def _clip(text: str, head: int, tail: int) -> str:
     if len(text) <= head + tail + 40:
         return text
@@ -71,7 +78,16 @@ def _clip(text: str, head: int, tail: int) -> str:
 
 
 def _stamp(message: Message) -> str:
-    moment = parse_timestamp(message.get("created_at"))
+    value = message.get("created_at")
+    return _stamp_text(value) if isinstance(value, str) else _format_stamp(parse_timestamp(value))
+
+
+@lru_cache(maxsize=8_192)
+def _stamp_text(value: str) -> str:
+    return _format_stamp(parse_timestamp(value))
+
+
+def _format_stamp(moment: datetime | None) -> str:
     return f" · {moment:%Y-%m-%d %H:%M} UTC" if moment else ""
 
 
@@ -113,12 +129,19 @@ def serialize_turns(
     """
     names = tool_names_by_call_id(messages)
     head, tail = MESSAGE_HEAD_CHARS, MESSAGE_TAIL_CHARS
-    while True:
-        parts = [describe_turn(m, first_index + i, names, head, tail) for i, m in enumerate(messages)]
-        total = sum(len(part) + 2 for part in parts)
-        if total <= max_chars or head + tail <= MESSAGE_MIN_CHARS:
-            break
+    share = max_chars // max(1, len(messages))  # start near caps that fit, instead of halving from the top
+    if share < head + tail:
+        head, tail = max(share * 3 // 4, MESSAGE_MIN_CHARS * 2 // 3), max(share // 4, MESSAGE_MIN_CHARS // 3)
+    parts = [describe_turn(m, first_index + i, names, head, tail) for i, m in enumerate(messages)]
+    total = sum(len(part) + 2 for part in parts)
+    # Only long turns change when the caps shrink, so only they are described again.
+    long_turns = [i for i, part in enumerate(parts) if len(part) > MESSAGE_MIN_CHARS]
+    while total > max_chars and head + tail > MESSAGE_MIN_CHARS:
         head, tail = max(head // 2, MESSAGE_MIN_CHARS * 2 // 3), max(tail // 2, MESSAGE_MIN_CHARS // 3)
+        for i in long_turns:
+            total -= len(parts[i])
+            parts[i] = describe_turn(messages[i], first_index + i, names, head, tail)
+            total += len(parts[i])
     omitted = 0
     while total > max_chars and omitted < len(parts) - 1:
         total -= len(parts[omitted]) + 2
@@ -285,9 +308,16 @@ def fallback_summary(
     if handoff_note:
         sections[HANDOFF_STATE] = [handoff_note]
     recent = [
-        _one_line(describe_turn(message, first_index + len(turns) - len(turns[-FALLBACK_RECENT_TURNS:]) + offset,
-                                {}, FALLBACK_ITEM_CHARS, 0))
+        _one_line(
+            describe_turn(
+                message,
+                first_index + len(turns) - len(turns[-FALLBACK_RECENT_TURNS:]) + offset,
+                {},
+                FALLBACK_ITEM_CHARS,
+                0,
+            )
+        )
         for offset, message in enumerate(turns[-FALLBACK_RECENT_TURNS:])
-    ]  # fmt: skip
+    ]
     body = render_sections(sections)
     return f"{body}\n\n{FALLBACK_RECENT_HEADING}\n" + "\n".join(f"- {line}" for line in recent)

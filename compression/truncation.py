@@ -22,8 +22,14 @@ TARGET_SHARE_OF_THRESHOLD = 0.60
 class TruncationEngine(ContextEngine):
     name = "truncation"
 
-    def __init__(self, *, model: str, context_length: int, threshold_percent: float = DEFAULT_THRESHOLD_PERCENT,
-                 **_ignored: object) -> None:  # fmt: skip
+    def __init__(
+        self,
+        *,
+        model: str,
+        context_length: int,
+        threshold_percent: float = DEFAULT_THRESHOLD_PERCENT,
+        **_ignored: object,
+    ) -> None:
         self.threshold_percent = threshold_percent
         self.update_model(model, context_length)
 

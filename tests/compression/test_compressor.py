@@ -100,8 +100,10 @@ def test_latest_customer_message_and_last_reply_stay_even_when_larger_than_the_t
     messages = builder.messages
     result = compressor(fake_llm, context_length=32_000).compress(messages)
     assert result.messages[-1] == messages[-1]
-    assert any(m.get("content") == messages[-2]["content"] or messages[-2]["content"] in str(m.get("content"))
-               for m in result.messages)  # fmt: skip
+    assert any(
+        m.get("content") == messages[-2]["content"] or messages[-2]["content"] in str(m.get("content"))
+        for m in result.messages
+    )
 
 
 def test_second_compaction_summarizes_the_first_exchange_instead_of_keeping_it(fake_llm: FakeSummaryLLM) -> None:
@@ -425,8 +427,18 @@ def test_every_compaction_emits_a_trace_event(fake_llm: FakeSummaryLLM) -> None:
     messages = support_session().messages
     result = compressor(fake_llm, summary_model_override="cheap").compress(messages)
     (event,) = result.events
-    for key in ("strategy", "messages_before", "messages_after", "tokens_before", "tokens_after",
-                "compacted_range", "pruned_indexes", "model", "fallback_used", "duration_ms"):  # fmt: skip
+    for key in (
+        "strategy",
+        "messages_before",
+        "messages_after",
+        "tokens_before",
+        "tokens_after",
+        "compacted_range",
+        "pruned_indexes",
+        "model",
+        "fallback_used",
+        "duration_ms",
+    ):
         assert key in event, key
     assert event["strategy"] == "summary" and event["model"] == "cheap"
     assert event["messages_before"] == len(messages) and event["messages_after"] == len(result.messages)
@@ -448,8 +460,14 @@ def test_malformed_messages_are_handled_without_crashing(fake_llm: FakeSummaryLL
     messages.insert(8, {"role": "tool", "tool_call_id": "call_missing", "content": "dangling result"})
     messages.insert(9, {"role": "tool", "content": "no id at all"})
     messages.insert(10, {"role": "user", "content": [{"type": "text", "text": "content as parts"}]})
-    messages.insert(11, {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "call_lost", "type": "function", "function": {"name": "x", "arguments": "{"}}]})  # fmt: skip
+    messages.insert(
+        11,
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "call_lost", "type": "function", "function": {"name": "x", "arguments": "{"}}],
+        },
+    )
     messages.append({"role": "tool", "tool_call_id": "call_orphan_in_tail", "content": "orphan"})
     messages.append({"role": "user", "content": "final question"})
     result = compressor(fake_llm).compress(messages)

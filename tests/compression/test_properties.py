@@ -63,9 +63,14 @@ def test_compress_never_splits_tool_calls_from_results(
 ) -> None:
     messages = build(turns)
     engine = ContextCompressor(
-        model="main", context_length=200_000, summary_llm=FakeSummaryLLM(), protect_first_n=protect,
-        summary_target_ratio=ratio, threshold_floor_tokens=1_000, threshold_percent=0.02,
-    )  # fmt: skip
+        model="main",
+        context_length=200_000,
+        summary_llm=FakeSummaryLLM(),
+        protect_first_n=protect,
+        summary_target_ratio=ratio,
+        threshold_floor_tokens=1_000,
+        threshold_percent=0.02,
+    )
     result = engine.compress(messages)
     assert_valid_tool_sequence(messages, result.messages)
     assert result.messages[0] == messages[0]

@@ -92,7 +92,9 @@ def test_oversized_tool_call_arguments_are_shortened_into_valid_json() -> None:
     shortened = pruned[0]["tool_calls"][0]["function"]["arguments"]
     parsed = json.loads(shortened)
     assert parsed["order"] == "#W2378156" and len(shortened) <= TOOL_ARGUMENTS_MAX_CHARS
-    invalid = {**message, "tool_calls": [{"id": "c1", "type": "function",
-                                          "function": {"name": "f", "arguments": "{" + "x" * 2_000}}]}  # fmt: skip
+    invalid = {
+        **message,
+        "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{" + "x" * 2_000}}],
+    }
     repaired, _ = prune_tool_outputs([invalid], [0])
     assert "_truncated_arguments" in json.loads(repaired[0]["tool_calls"][0]["function"]["arguments"])
