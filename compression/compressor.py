@@ -56,6 +56,7 @@ MAX_INEFFECTIVE_COMPACTIONS = 2
 MAX_COMPACTIONS_PER_WINDOW = 3
 FREQUENCY_WINDOW_RESPONSES = 6
 HARD_LIMIT_RATIO = 0.95
+MAX_THRESHOLD_SHARE = 0.85  # a floor larger than a small window must still leave room to compact before it is full
 PINNED_HEADING_LINE = "- Pinned identifiers from earlier turns (verbatim):"
 
 
@@ -123,7 +124,7 @@ class ContextCompressor(ContextEngine):
         self.writer.main_model = model
         self.context_length = context_length
         threshold = max(int(context_length * self.threshold_percent), self.threshold_floor_tokens)
-        self.threshold_tokens = min(threshold, context_length)
+        self.threshold_tokens = min(threshold, int(context_length * max(self.threshold_percent, MAX_THRESHOLD_SHARE)))
         self.tail_budget_tokens = int(self.threshold_tokens * self.summary_target_ratio)
         budget = min(int(context_length * SUMMARY_BUDGET_SHARE), SUMMARY_BUDGET_MAX_TOKENS)
         self.summary_budget_tokens = max(budget, min(SUMMARY_BUDGET_MIN_TOKENS, context_length // 4))

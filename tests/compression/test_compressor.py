@@ -51,6 +51,11 @@ def test_threshold_never_goes_below_the_configured_floor() -> None:
     assert not engine.should_compress(prompt_tokens=2_500)
 
 
+def test_a_floor_larger_than_a_small_window_still_leaves_room_to_compact() -> None:
+    engine = compressor(context_length=2_048, threshold_floor_tokens=4_000)
+    assert engine.threshold_tokens == int(2_048 * 0.85)
+
+
 def test_budgets_derive_from_the_context_length() -> None:
     small = compressor(context_length=32_000)
     assert small.tail_budget_tokens == int(16_000 * 0.20)
