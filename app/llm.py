@@ -382,8 +382,9 @@ class LLMGateway:
         tools: Sequence[Mapping[str, Any]] | None = None,
         stream: bool = False,
         on_delta: DeltaCallback | None = None,
+        max_tokens: int | None = None,
     ) -> ChatResponse:
-        """One chat completion from the chat model.
+        """One chat completion from the chat model (``max_tokens`` caps the reply when given).
 
         Streamed, ``on_delta`` receives each text fragment as it arrives; not streamed, it receives the whole
         text once. Either way the returned ``ChatResponse`` holds the complete content and tool calls.
@@ -391,9 +392,9 @@ class LLMGateway:
         model = self.chat_model
         with self._translated_errors(model, self._chat_endpoint) as state:
             if stream:
-                response = await self._chat_streamed(model, messages, tools, on_delta, state)
+                response = await self._chat_streamed(model, messages, tools, on_delta, state, max_tokens)
             else:
-                response = await self._chat_plain(model, messages, tools, state)
+                response = await self._chat_plain(model, messages, tools, state, max_tokens)
                 if on_delta is not None and response.content:
                     await _emit(on_delta, response.content)
         self._record(model, response.usage, response.model, response.request_id)
@@ -405,9 +406,14 @@ class LLMGateway:
         messages: Sequence[Message],
         tools: Sequence[Mapping[str, Any]] | None,
         state: _CallState,
+        max_tokens: int | None,
     ) -> ChatResponse:
         completion = await self._chat_async.chat.completions.create(
-            model=model, messages=_wire_messages(messages), tools=_wire_tools(tools), stream=False
+            model=model,
+            messages=_wire_messages(messages),
+            tools=_wire_tools(tools),
+            stream=False,
+            max_tokens=openai.omit if max_tokens is None else max_tokens,
         )
         state.request_id = getattr(completion, "_request_id", None)
         choice = _first_choice(completion)
@@ -428,6 +434,7 @@ class LLMGateway:
         tools: Sequence[Mapping[str, Any]] | None,
         on_delta: DeltaCallback | None,
         state: _CallState,
+        max_tokens: int | None,
     ) -> ChatResponse:
         stream = await self._chat_async.chat.completions.create(
             model=model,
@@ -435,6 +442,7 @@ class LLMGateway:
             tools=_wire_tools(tools),
             stream=True,
             stream_options={"include_usage": True},
+            max_tokens=openai.omit if max_tokens is None else max_tokens,
         )
         state.request_id = stream.response.headers.get("x-request-id")
         assembler = _StreamAssembler(model)

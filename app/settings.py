@@ -45,11 +45,15 @@ class Settings(BaseSettings):
     context_length: int = Field(default=8192, ge=1024)
     llm_timeout_s: float = Field(default=30.0, gt=0)
     llm_max_retries: int = Field(default=2, ge=0, le=10)
+    max_reply_tokens: int = Field(default=800, ge=16)
     model_prices: dict[str, ModelPrice] = Field(default_factory=dict)
 
     secret_key: SecretStr = SecretStr(PLACEHOLDER_SECRET)
     widget_identity_secret: SecretStr | None = None
     tools_config_path: Path | None = None
+
+    shop_name: str = "Acme Kitchen"
+    reply_debounce_s: float = Field(default=0.3, ge=0, le=10)
 
     host: str = "127.0.0.1"
     port: int = 8000
@@ -57,10 +61,11 @@ class Settings(BaseSettings):
     visitor_messages_per_minute: int = Field(default=20, ge=1)
     local_model_port: int = 8765
     local_model_threads: int = 2
+    access_log: bool = True
 
     @model_validator(mode="after")
     def _refuse_placeholder_secret(self) -> Settings:
-        if self.environment == "production" and self.secret_key.get_secret_value() == PLACEHOLDER_SECRET:
+        if self.environment != "development" and self.secret_key.get_secret_value() == PLACEHOLDER_SECRET:
             raise ValueError(
                 "MEMDESK_SECRET_KEY is still the placeholder; set it to a long random value "
                 "(for example the output of `python -c 'import secrets; print(secrets.token_urlsafe(48))'`)."

@@ -9,6 +9,8 @@ import pytest
 
 from app.llm import LLMGateway
 from app.scripted_llm import ScriptedLLMServer
+from app.settings import Settings
+from tests.app.live_app import IDENTITY_SECRET, LiveApp, run_live_app
 
 CHAT_MODEL = "test-chat"
 SUMMARY_MODEL = "test-summary"
@@ -59,3 +61,27 @@ async def gateway(make_gateway: GatewayFactory, anyio_backend: str) -> AsyncIter
     chat_gateway = make_gateway()
     yield chat_gateway
     await chat_gateway.aclose()
+
+
+def app_settings(tmp_path: Any, server: ScriptedLLMServer, **overrides: Any) -> Settings:
+    options: dict[str, Any] = {
+        "environment": "test",
+        "data_dir": tmp_path,
+        "llm_base_url": server.base_url,
+        "llm_api_key": TEST_API_KEY,
+        "chat_model": CHAT_MODEL,
+        "summary_model_override": SUMMARY_MODEL,
+        "llm_timeout_s": TEST_TIMEOUT_S,
+        "llm_max_retries": 0,
+        "secret_key": "test-secret-key-0123456789-abcdefghijklmnop",
+        "widget_identity_secret": IDENTITY_SECRET,
+        "reply_debounce_s": 0.0,
+        **overrides,
+    }
+    return Settings(**options)
+
+
+@pytest.fixture
+def live_app(tmp_path: Any, scripted_server: ScriptedLLMServer) -> Iterator[LiveApp]:
+    """memdesk on real HTTP, its LLM the scripted server."""
+    yield from run_live_app(app_settings(tmp_path, scripted_server))

@@ -1,0 +1,397 @@
+"""The agent turn loop: one customer message in, tool calls and a reply out, with compression on every turn.
+
+Lifecycle of a turn (see DESIGN.md, "One turn"):
+
+1. ``accept_customer_message`` persists the message before anything else can fail, then schedules a turn. While a
+   turn runs, further messages only mark the conversation as pending: one more turn answers them together, so a
+   burst gets one reply. A short debounce (``reply_debounce_s``) lets a burst finish before the first turn starts.
+2. A turn does nothing when a human has taken over (status ``human``) or the conversation is closed.
+3. The context is rebuilt from the transcript (``app.conversation_context``) with a fresh system prompt that holds
+   the memory section (``MemorySection`` hook, filled by the memory issue).
+4. Preflight compression on the local estimate; then up to ``MAX_TOOL_ROUNDS`` LLM calls, streamed to the live
+   events, each tool call executed and every message persisted as it happens.
+5. After each response the engine sees the real usage; when it asks for it, the context is compacted and the
+   compaction persisted as an overlay plus a new segment. Trace events are logged.
+6. When the LLM fails (connection, timeout, HTTP error, malformed answer, tool loop limit, context overflow), the
+   customer's message stays, the customer gets ``FALLBACK_REPLY``, the conversation moves to ``needs_human`` and
+   the error is logged with its request id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import anyio
+from jinja2 import Environment
+from sqlalchemy import Engine
+from sqlmodel import Session
+
+from app.conversation_context import ChatMessage, load_context, record_compaction
+from app.events import EventBroker
+from app.llm import ChatResponse, LLMError, LLMGateway
+from app.models import (
+    Conversation,
+    ConversationStatus,
+    Customer,
+    Message,
+    MessageAuthor,
+    MessageRole,
+)
+from app.settings import Settings
+from app.tools import ToolContext, ToolRegistry
+from compression import CompressionError, ContextCompressor, ContextEngine
+
+logger = logging.getLogger(__name__)
+
+MAX_TOOL_ROUNDS = 6
+ENGINE_CACHE_SIZE = 1_024
+SYSTEM_PROMPT_TEMPLATE = "agent_system.md.j2"
+FALLBACK_REPLY = (
+    "Sorry, I can't answer right now because of a technical problem. Your message is saved, and a member of our "
+    "team will pick up this conversation here as soon as possible."
+)
+HANDOFF_REPLY = "I've asked a member of our team to join this conversation. They will reply here shortly."
+SILENT_STATUSES = frozenset({ConversationStatus.HUMAN, ConversationStatus.CLOSED})
+
+MemorySection = Callable[[int, str], Awaitable[str]]
+EngineFactory = Callable[[], ContextEngine]
+
+
+class TurnFailure(Exception):
+    """A turn could not produce a reply; carries what to log."""
+
+    def __init__(self, reason: str, *, request_id: str | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.request_id = request_id
+
+
+@dataclass
+class _ConversationState:
+    running: bool = False
+    pending: bool = False
+
+
+def message_event(message: Message) -> dict[str, Any]:
+    return {
+        "id": message.id,
+        "conversation_id": message.conversation_id,
+        "role": message.role.value,
+        "author": message.author.value,
+        "content": message.content,
+        "private": message.private,
+        "has_tool_calls": bool(message.tool_calls),
+        "created_at": message.created_at.isoformat(),
+    }
+
+
+class AgentService:
+    """Runs turns for every conversation of one server process."""
+
+    def __init__(
+        self,
+        *,
+        db: Engine,
+        gateway: LLMGateway,
+        tools: ToolRegistry,
+        broker: EventBroker,
+        settings: Settings,
+        prompts: Environment,
+        memory_section: MemorySection | None = None,
+        engine_factory: EngineFactory | None = None,
+    ) -> None:
+        self.db = db
+        self.gateway = gateway
+        self.tools = tools
+        self.broker = broker
+        self.settings = settings
+        self.prompts = prompts
+        self.memory_section = memory_section
+        self.engine_factory = engine_factory or self._default_engine
+        self._engines: OrderedDict[int, ContextEngine] = OrderedDict()
+        self._states: dict[int, _ConversationState] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    # -- scheduling ----------------------------------------------------------------------------------------------
+    def accept_customer_message(self, session: Session, conversation: Conversation, text: str) -> Message:
+        """Persist the customer's message (committed before anything can fail) and schedule a reply."""
+        assert conversation.id is not None
+        message = Message(
+            conversation_id=conversation.id, role=MessageRole.USER, author=MessageAuthor.CUSTOMER, content=text
+        )
+        conversation.updated_at = datetime.now(UTC)
+        session.add(message)
+        session.add(conversation)
+        session.commit()
+        self.broker.publish(conversation.id, "message.created", message_event(message))
+        if conversation.status not in SILENT_STATUSES:
+            self.schedule_turn(conversation.id)
+        return message
+
+    def schedule_turn(self, conversation_id: int) -> None:
+        state = self._states.setdefault(conversation_id, _ConversationState())
+        if state.running:
+            state.pending = True
+            return
+        state.running = True
+        task = asyncio.get_running_loop().create_task(self._run(conversation_id, state))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _run(self, conversation_id: int, state: _ConversationState) -> None:
+        try:
+            if self.settings.reply_debounce_s > 0:
+                await asyncio.sleep(self.settings.reply_debounce_s)
+            while True:
+                state.pending = False
+                await self.run_turn(conversation_id)
+                if not state.pending:
+                    break
+        finally:
+            state.running = False
+            if not state.pending:
+                self._states.pop(conversation_id, None)
+
+    async def drain(self) -> None:
+        """Wait for every running turn (used at shutdown and by tests)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    # -- one turn ------------------------------------------------------------------------------------------------
+    async def run_turn(self, conversation_id: int) -> None:
+        # SQLite transactions take the write lock when they begin (app.db), so a turn never keeps one open across
+        # an await: every database step ends with a commit, and loaded rows stay usable (expire_on_commit=False).
+        with Session(self.db, expire_on_commit=False) as session:
+            conversation = session.get(Conversation, conversation_id)
+            customer = session.get(Customer, conversation.customer_id) if conversation else None
+            session.commit()
+            if conversation is None or customer is None or conversation.status in SILENT_STATUSES:
+                return
+            self.broker.publish(conversation_id, "typing", {"on": True})
+            try:
+                await self._reply(session, conversation, customer)
+            except TurnFailure as failure:
+                session.rollback()
+                self._fail(session, conversation_id, failure)
+            except Exception as error:  # a bug must not leave the customer without an answer
+                logger.exception("Turn crashed in conversation %s", conversation_id)
+                session.rollback()
+                self._fail(session, conversation_id, TurnFailure(f"internal error: {type(error).__name__}"))
+            finally:
+                self.broker.publish(conversation_id, "typing", {"on": False})
+
+    async def _reply(self, session: Session, conversation: Conversation, customer: Customer) -> None:
+        assert conversation.id is not None and customer.id is not None
+        engine = self._engine(conversation.id)
+        system_prompt = await self._system_prompt(session, conversation, customer)
+        context = load_context(session, conversation.id, system_prompt)
+        session.commit()
+        if engine.should_compress_preflight(context):
+            context = await self._compact(session, conversation.id, engine, context)
+        for _ in range(MAX_TOOL_ROUNDS):
+            response = await self._chat(conversation.id, context)
+            if response.usage is not None:
+                engine.update_from_response(response.usage)
+            assistant = self._persist(
+                session,
+                Message(
+                    conversation_id=conversation.id,
+                    role=MessageRole.ASSISTANT,
+                    author=MessageAuthor.BOT,
+                    content=response.content,
+                    tool_calls=[call.to_message_part() for call in response.tool_calls] or None,
+                    prompt_tokens=response.usage.prompt_tokens if response.usage else None,
+                    completion_tokens=response.usage.completion_tokens if response.usage else None,
+                ),
+            )
+            context.append({**response.to_message(), "id": assistant.id})
+            if not response.tool_calls:
+                if engine.should_compress():
+                    await self._compact(session, conversation.id, engine, context)
+                return
+            if await self._run_tools(session, conversation, customer, response, context):
+                self._persist(
+                    session,
+                    Message(
+                        conversation_id=conversation.id,
+                        role=MessageRole.ASSISTANT,
+                        author=MessageAuthor.BOT,
+                        content=HANDOFF_REPLY,
+                    ),
+                )
+                self.broker.publish(conversation.id, "conversation.status", {"status": "needs_human"})
+                return
+            if engine.should_compress():
+                context = await self._compact(session, conversation.id, engine, context)
+        raise TurnFailure(f"tool loop limit: no final answer after {MAX_TOOL_ROUNDS} rounds of tool calls")
+
+    async def _chat(self, conversation_id: int, context: list[ChatMessage]) -> ChatResponse:
+        async def on_delta(text: str) -> None:
+            self.broker.publish(conversation_id, "message.delta", {"text": text})
+
+        try:
+            response = await self.gateway.chat(
+                context,
+                tools=self.tools.openai_specs(),
+                stream=True,
+                on_delta=on_delta,
+                max_tokens=self.settings.max_reply_tokens,
+            )
+        except LLMError as error:
+            raise TurnFailure(f"LLM call failed: {error}", request_id=error.request_id) from error
+        if not response.tool_calls and not (response.content or "").strip():
+            raise TurnFailure("LLM returned neither text nor tool calls", request_id=response.request_id)
+        return response
+
+    async def _run_tools(
+        self,
+        session: Session,
+        conversation: Conversation,
+        customer: Customer,
+        response: ChatResponse,
+        context: list[ChatMessage],
+    ) -> bool:
+        """Execute the response's tool calls in order, persisting each result; True when one handed off."""
+        assert conversation.id is not None and customer.id is not None
+        tool_context = ToolContext(
+            session=session,
+            customer_id=customer.id,
+            conversation_id=conversation.id,
+            messages=context,
+            external_customer_id=customer.external_id,
+        )
+        handed_off = False
+        for call in response.tool_calls:
+            # Tools may call a shop's HTTP API: run them off the event loop.
+            result = await anyio.to_thread.run_sync(self.tools.execute, call.name, call.arguments, tool_context)
+            session.commit()  # ends the read transaction of a read-only tool
+            tool_message = self._persist(
+                session,
+                Message(
+                    conversation_id=conversation.id,
+                    role=MessageRole.TOOL,
+                    author=MessageAuthor.SYSTEM,
+                    content=result.content,
+                    tool_call_id=call.id,
+                ),
+            )
+            context.append(
+                {"role": "tool", "tool_call_id": call.id, "content": result.content, "id": tool_message.id}
+            )
+            handed_off = handed_off or result.handed_off
+        return handed_off
+
+    async def _compact(
+        self, session: Session, conversation_id: int, engine: ContextEngine, context: list[ChatMessage]
+    ) -> list[ChatMessage]:
+        try:
+            result = await anyio.to_thread.run_sync(lambda: engine.compress(list(context)))
+        except CompressionError as error:
+            raise TurnFailure(f"context does not fit the model: {error}") from error
+        price = self.settings.model_prices.get(result.summary_model or "")
+        usage = result.summary_usage
+        cost = price.cost(usage.prompt_tokens, usage.completion_tokens) if price and usage else None
+        compaction = record_compaction(
+            session,
+            conversation_id=conversation_id,
+            context=context,
+            result=result,
+            main_model=self.gateway.chat_model,
+            cost_usd=cost,
+        )
+        session.commit()
+        for event in result.events:
+            logger.info("context compaction in conversation %s: %s", conversation_id, event)
+        if compaction is None:
+            return context
+        sizes = {"tokens_before": result.tokens_before, "tokens_after": result.tokens_after}
+        self.broker.publish(conversation_id, "context.compacted", {"compaction_id": compaction.id, **sizes})
+        return result.messages
+
+    # -- helpers -------------------------------------------------------------------------------------------------
+    def _persist(self, session: Session, message: Message) -> Message:
+        session.add(message)
+        session.commit()  # the id is assigned on flush; nothing expires, so no new transaction starts here
+        self.broker.publish(message.conversation_id, "message.created", message_event(message))
+        return message
+
+    def _fail(self, session: Session, conversation_id: int, failure: TurnFailure) -> None:
+        logger.error(
+            "Turn failed in conversation %s: %s (request id %s)",
+            conversation_id,
+            failure.reason,
+            failure.request_id or "unknown",
+        )
+        conversation = session.get(Conversation, conversation_id)
+        session.commit()
+        if conversation is None:
+            return
+        self._persist(
+            session,
+            Message(
+                conversation_id=conversation_id,
+                role=MessageRole.ASSISTANT,
+                author=MessageAuthor.SYSTEM,
+                content=FALLBACK_REPLY,
+            ),
+        )
+        if conversation.status == ConversationStatus.BOT:
+            conversation.status = ConversationStatus.NEEDS_HUMAN
+            session.add(conversation)
+            session.commit()
+            self.broker.publish(conversation_id, "conversation.status", {"status": conversation.status.value})
+
+    async def _system_prompt(self, session: Session, conversation: Conversation, customer: Customer) -> str:
+        memory = ""
+        if self.memory_section is not None and customer.id is not None:
+            latest = self._latest_customer_text(session, conversation)
+            session.commit()
+            try:
+                memory = await self.memory_section(customer.id, latest)
+            except Exception:  # memory degrades the reply; it never blocks it
+                logger.exception("Memory recall failed for customer %s", customer.id)
+        return self.prompts.get_template(SYSTEM_PROMPT_TEMPLATE).render(
+            shop_name=self.settings.shop_name,
+            now=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC (%A)"),
+            customer_name=customer.name,
+            customer_verified=customer.external_id is not None,
+            memory=memory,
+        )
+
+    @staticmethod
+    def _latest_customer_text(session: Session, conversation: Conversation) -> str:
+        from sqlmodel import col, select
+
+        statement = (
+            select(Message.content)
+            .where(Message.conversation_id == conversation.id, Message.role == MessageRole.USER)
+            .order_by(col(Message.id).desc())
+            .limit(1)
+        )
+        return session.exec(statement).first() or ""
+
+    def _engine(self, conversation_id: int) -> ContextEngine:
+        engine = self._engines.get(conversation_id)
+        if engine is None:
+            engine = self.engine_factory()
+            engine.on_session_start(str(conversation_id))
+            self._engines[conversation_id] = engine
+            while len(self._engines) > ENGINE_CACHE_SIZE:
+                self._engines.popitem(last=False)
+        else:
+            self._engines.move_to_end(conversation_id)
+        return engine
+
+    def _default_engine(self) -> ContextEngine:
+        return ContextCompressor(
+            model=self.gateway.chat_model,
+            context_length=self.settings.context_length,
+            summary_llm=self.gateway,
+            summary_model_override=self.settings.summary_model_override,
+        )

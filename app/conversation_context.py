@@ -1,0 +1,149 @@
+"""The LLM context of a conversation, rebuilt from the transcript and its latest compaction.
+
+The transcript (``messages``) is never edited. The latest ``Compaction`` overlays a summary on an inclusive range of
+message ids; the context is the system prompt, the messages before that range, the framed summary, and the messages
+after it. Private agent notes never enter the context. Each context message carries the ``id`` of its row (and
+``created_at``), so the compressor's index ranges map back to message ids; ``app.llm`` strips both before sending.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import or_
+from sqlmodel import Session, col, select
+
+from app.models import (
+    Compaction,
+    ContextSegment,
+    Conversation,
+    Message,
+    MessageRole,
+    SegmentReason,
+    segment_title,
+)
+from compression import CompressionResult
+from compression.assembly import insert_summary, repair_tool_sequence
+
+ChatMessage = dict[str, Any]
+
+
+def to_chat_message(message: Message) -> ChatMessage:
+    chat: ChatMessage = {"role": message.role.value, "content": message.content, "id": message.id}
+    if message.tool_calls:
+        chat["tool_calls"] = message.tool_calls
+    if message.tool_call_id:
+        chat["tool_call_id"] = message.tool_call_id
+    chat["created_at"] = message.created_at.isoformat()
+    return chat
+
+
+def latest_compaction(session: Session, conversation_id: int) -> Compaction | None:
+    statement = (
+        select(Compaction).where(Compaction.conversation_id == conversation_id).order_by(col(Compaction.id).desc())
+    )
+    return session.exec(statement.limit(1)).first()
+
+
+def load_context(session: Session, conversation_id: int, system_prompt: str) -> list[ChatMessage]:
+    """System prompt + transcript with the latest compaction's summary in place of the range it covers."""
+    compaction = latest_compaction(session, conversation_id)
+    statement = select(Message).where(
+        Message.conversation_id == conversation_id,
+        col(Message.private).is_(False),
+        col(Message.role) != MessageRole.SYSTEM,
+    )
+    if compaction is not None:
+        statement = statement.where(
+            or_(col(Message.id) < compaction.first_message_id, col(Message.id) > compaction.last_message_id)
+        )
+    rows = session.exec(statement.order_by(col(Message.id))).all()
+    system: ChatMessage = {"role": "system", "content": system_prompt}
+    if compaction is None:
+        messages = [system, *(to_chat_message(row) for row in rows)]
+    else:
+        assert compaction.first_message_id is not None
+        head = [system, *(to_chat_message(r) for r in rows if r.id is not None and r.id < compaction.first_message_id)]
+        tail = [to_chat_message(r) for r in rows if r.id is not None and r.id > compaction.last_message_id]
+        messages = insert_summary(head, compaction.summary, tail, compaction.created_at.isoformat())
+    repaired, _, _ = repair_tool_sequence(messages)
+    return repaired
+
+
+def compacted_message_ids(context: list[ChatMessage], result: CompressionResult) -> tuple[int, int] | None:
+    """The inclusive message-id range a compaction replaced (None when it replaced no stored message)."""
+    if result.compacted_range is None:
+        return None
+    start, end = result.compacted_range
+    ids = [message["id"] for message in context[start:end] if isinstance(message.get("id"), int)]
+    return (min(ids), max(ids)) if ids else None
+
+
+def current_segment(session: Session, conversation_id: int) -> ContextSegment | None:
+    statement = (
+        select(ContextSegment)
+        .where(ContextSegment.conversation_id == conversation_id)
+        .order_by(col(ContextSegment.number).desc())
+    )
+    return session.exec(statement.limit(1)).first()
+
+
+def start_first_segment(session: Session, conversation: Conversation) -> ContextSegment:
+    assert conversation.id is not None
+    segment = ContextSegment(
+        conversation_id=conversation.id,
+        reason=SegmentReason.START,
+        number=1,
+        title=segment_title(1, SegmentReason.START),
+    )
+    session.add(segment)
+    return segment
+
+
+def record_compaction(
+    session: Session,
+    *,
+    conversation_id: int,
+    context: list[ChatMessage],
+    result: CompressionResult,
+    main_model: str,
+    cost_usd: float | None,
+) -> Compaction | None:
+    """Persist the compaction overlay and open the next context segment; None when nothing stored was replaced."""
+    id_range = compacted_message_ids(context, result)
+    if id_range is None or result.summary is None:
+        return None
+    parent = current_segment(session, conversation_id)
+    number = (parent.number if parent else 0) + 1
+    end = result.compacted_range[1] if result.compacted_range else len(context)
+    next_ids = [m["id"] for m in context[end:] if isinstance(m.get("id"), int)]
+    segment = ContextSegment(
+        conversation_id=conversation_id,
+        parent_id=parent.id if parent else None,
+        reason=SegmentReason.COMPRESSION,
+        number=number,
+        title=segment_title(number, SegmentReason.COMPRESSION),
+        first_message_id=next_ids[0] if next_ids else None,
+    )
+    session.add(segment)
+    session.flush()
+    assert segment.id is not None
+    usage = result.summary_usage
+    compaction = Compaction(
+        conversation_id=conversation_id,
+        segment_id=segment.id,
+        first_message_id=id_range[0],
+        last_message_id=id_range[1],
+        summary=result.summary,
+        summary_model=result.summary_model,
+        main_model=main_model,
+        tokens_before=result.tokens_before,
+        tokens_after=result.tokens_after,
+        summary_prompt_tokens=usage.prompt_tokens if usage else None,
+        summary_completion_tokens=usage.completion_tokens if usage else None,
+        cost_usd=cost_usd,
+        fallback_used=result.fallback_used,
+        trace_event=result.events[0] if result.events else {},
+    )
+    session.add(compaction)
+    return compaction

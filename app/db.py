@@ -1,0 +1,137 @@
+"""Database engine, sessions and schema migrations.
+
+Lifecycle: the application factory (or a CLI command) builds one engine with ``create_db_engine(url)``, runs
+``migrate(url)`` once at startup, and stores the engine on ``app.state.engine``; request handlers receive a
+``Session`` through the ``get_session`` dependency (tests override it with ``app.dependency_overrides``).
+
+SQLite is the embedded default: every connection switches on WAL (readers never block the writer), foreign keys and
+a busy timeout, and transactions begin explicitly so that migrations are atomic and SAVEPOINTs work. Any other
+SQLAlchemy URL (PostgreSQL in production) is used as given, with pre-ping on the pool.
+Migrations are plain alembic scripts under ``app/migrations``; there is no ``alembic.ini``: ``alembic_config``
+builds the configuration in code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, TextIO
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.pool import StaticPool
+from sqlmodel import Session
+from starlette.requests import HTTPConnection
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+SQLITE_BUSY_TIMEOUT_MS = 5_000
+# Alembic passes an open connection to env.py under this key of ``Config.attributes``.
+CONNECTION_ATTRIBUTE = "connection"
+
+
+def is_sqlite_url(url: str) -> bool:
+    return make_url(url).get_backend_name() == "sqlite"
+
+
+def _is_sqlite_memory(url: str) -> bool:
+    database = make_url(url).database
+    return database in (None, "", ":memory:") or (database or "").startswith("file::memory:")
+
+
+def _set_sqlite_pragmas(dbapi_connection: Any, connection_record: Any) -> None:
+    # Let SQLAlchemy, not the sqlite3 module, decide where transactions start (see _begin_sqlite_transaction).
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        # Durable at every checkpoint and much faster than FULL; the WAL protects against corruption.
+        cursor.execute("PRAGMA synchronous=NORMAL")
+    finally:
+        cursor.close()
+
+
+def _begin_sqlite_transaction(connection: Connection) -> None:
+    # Python's sqlite3 module only opens a transaction before DML, so DDL (migrations) and SAVEPOINTs would run
+    # outside of one; emitting BEGIN ourselves makes both transactional (SQLAlchemy's documented pysqlite recipe).
+    # IMMEDIATE takes the write lock up front: a deferred transaction that reads and then writes fails at once with
+    # "database is locked" when another connection committed in between (the busy timeout does not apply to that
+    # upgrade), whereas IMMEDIATE simply waits its turn. In WAL mode readers are never blocked by it.
+    connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def create_db_engine(url: str, *, echo: bool = False) -> Engine:
+    """An engine for ``url``; for a SQLite file, its parent directory is created if missing."""
+    if not is_sqlite_url(url):
+        return create_engine(url, echo=echo, pool_pre_ping=True)
+
+    connect_args: dict[str, Any] = {"check_same_thread": False}
+    if _is_sqlite_memory(url):
+        # One shared connection, otherwise every pooled connection would see its own empty database.
+        engine = create_engine(url, echo=echo, connect_args=connect_args, poolclass=StaticPool)
+    else:
+        database = make_url(url).database
+        if database:
+            Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, echo=echo, connect_args=connect_args)
+    event.listen(engine, "connect", _set_sqlite_pragmas)
+    event.listen(engine, "begin", _begin_sqlite_transaction)
+    return engine
+
+
+def get_session(connection: HTTPConnection) -> Iterator[Session]:
+    """FastAPI dependency: one session per request (or websocket) on ``app.state.engine``."""
+    engine: Engine | None = getattr(connection.app.state, "engine", None)
+    if engine is None:
+        raise RuntimeError(
+            "No database engine on app.state.engine; the application factory must set it "
+            "(app.state.engine = create_db_engine(settings.resolved_database_url)) before serving requests."
+        )
+    # Rows stay readable after commit without a new query (and so without a new SQLite write transaction).
+    with Session(engine, expire_on_commit=False) as session:
+        yield session
+
+
+def alembic_config(*, output_buffer: TextIO | None = None) -> Config:
+    """The alembic configuration for ``app/migrations``, built in code (there is no alembic.ini).
+
+    ``output_buffer`` receives the SQL of offline (``sql=True``) runs.
+    """
+    config = Config(output_buffer=output_buffer)
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    return config
+
+
+def migrate(url: str, *, revision: str = "head") -> None:
+    """Upgrade the database at ``url`` to ``revision`` (default: the newest); a no-op when already there."""
+    engine = create_db_engine(url)
+    try:
+        upgrade(engine, revision=revision)
+    finally:
+        engine.dispose()
+
+
+def upgrade(engine: Engine, *, revision: str = "head") -> None:
+    """Like ``migrate`` but on an existing engine (tests, or an app that already built one)."""
+    config = alembic_config()
+    with engine.begin() as connection:
+        config.attributes[CONNECTION_ATTRIBUTE] = connection
+        command.upgrade(config, revision)
+
+
+def downgrade(engine: Engine, *, revision: str) -> None:
+    """Downgrade the database to ``revision`` (``"base"`` removes every table)."""
+    config = alembic_config()
+    with engine.begin() as connection:
+        config.attributes[CONNECTION_ATTRIBUTE] = connection
+        command.downgrade(config, revision)
+
+
+def current_revision(engine: Engine) -> str | None:
+    """The alembic revision the database is at, or None for an empty (never migrated) database."""
+    with engine.connect() as connection:
+        return MigrationContext.configure(connection).get_current_revision()

@@ -1,0 +1,128 @@
+"""Live conversation events for the widget and the console: an in-process broker with resumable ids.
+
+Event types: ``message.created``, ``message.delta`` (streamed reply tokens), ``typing`` (on/off) and
+``conversation.status``. Each conversation numbers its events; an event id is ``<boot>:<sequence>`` so that a client
+reconnecting with ``Last-Event-ID`` gets exactly the events it missed from a bounded history. When the id comes
+from an earlier server process, or is older than the history kept, the client gets one ``resync`` event and should
+reload the message list instead.
+
+Publishing happens on the event loop thread; each subscriber has a bounded queue, and a subscriber that falls that
+far behind is disconnected (it resumes from its last id).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+HISTORY_PER_CONVERSATION = 512
+SUBSCRIBER_QUEUE_SIZE = 2_048
+
+
+@dataclass(frozen=True)
+class Event:
+    conversation_id: int
+    sequence: int
+    type: str
+    data: dict[str, Any]
+    boot: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.boot}:{self.sequence}"
+
+    def to_sse(self) -> str:
+        return f"id: {self.id}\nevent: {self.type}\ndata: {json.dumps(self.data, default=str)}\n\n"
+
+
+@dataclass
+class _Channel:
+    sequence: int = 0
+    history: deque[Event] = field(default_factory=lambda: deque(maxlen=HISTORY_PER_CONVERSATION))
+    subscribers: set[asyncio.Queue[Event | None]] = field(default_factory=set)
+
+
+class EventBroker:
+    def __init__(self) -> None:
+        self.boot = secrets.token_hex(4)
+        self._channels: dict[int, _Channel] = {}
+
+    def publish(self, conversation_id: int, type: str, data: dict[str, Any]) -> Event:
+        channel = self._channels.setdefault(conversation_id, _Channel())
+        channel.sequence += 1
+        event = Event(conversation_id, channel.sequence, type, data, self.boot)
+        channel.history.append(event)
+        for queue in list(channel.subscribers):
+            try:
+                queue.put_nowait(event)
+            except asyncio.QueueFull:  # too far behind: end its stream; it resumes from its last id
+                channel.subscribers.discard(queue)
+                queue.get_nowait()
+                queue.put_nowait(None)
+        return event
+
+    def _missed(self, channel: _Channel, conversation_id: int, last_event_id: str | None) -> list[Event]:
+        if not last_event_id:
+            return []
+        boot, _, raw_sequence = last_event_id.partition(":")
+        oldest = channel.history[0].sequence if channel.history else channel.sequence + 1
+        if boot != self.boot or not raw_sequence.isdigit() or int(raw_sequence) + 1 < oldest:
+            data = {"reason": "The event history was lost or is too old; reload the messages."}
+            return [Event(conversation_id, channel.sequence, "resync", data, self.boot)]
+        return [event for event in channel.history if event.sequence > int(raw_sequence)]
+
+    def subscribe(self, conversation_id: int, last_event_id: str | None = None) -> Subscription:
+        """A subscription that yields the events after ``last_event_id``, then live ones; close it when done."""
+        channel = self._channels.setdefault(conversation_id, _Channel())
+        queue: asyncio.Queue[Event | None] = asyncio.Queue(maxsize=SUBSCRIBER_QUEUE_SIZE)
+        channel.subscribers.add(queue)
+        return Subscription(channel, queue, self._missed(channel, conversation_id, last_event_id))
+
+    def subscriber_count(self, conversation_id: int) -> int:
+        channel = self._channels.get(conversation_id)
+        return len(channel.subscribers) if channel else 0
+
+
+class SubscriptionClosed(Exception):
+    """The broker ended this subscription (it fell too far behind); reconnect with the last event id."""
+
+
+class Subscription:
+    def __init__(self, channel: _Channel, queue: asyncio.Queue[Event | None], backlog: list[Event]) -> None:
+        self._channel = channel
+        self._queue = queue
+        self._backlog = deque(backlog)
+        self._sent = backlog[-1].sequence if backlog else 0
+
+    async def next(self, timeout: float) -> Event | None:
+        """The next event, or None when ``timeout`` passed without one (time for a keep-alive)."""
+        if self._backlog:
+            return self._backlog.popleft()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return None
+            try:
+                event = await asyncio.wait_for(self._queue.get(), remaining)
+            except TimeoutError:
+                return None
+            if event is None:
+                raise SubscriptionClosed("The event stream fell behind; reconnect with Last-Event-ID.")
+            if event.sequence > self._sent:  # otherwise it was already replayed from the history
+                self._sent = event.sequence
+                return event
+
+    def close(self) -> None:
+        self._channel.subscribers.discard(self._queue)
+
+    def __enter__(self) -> Subscription:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

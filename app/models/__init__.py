@@ -1,0 +1,89 @@
+"""memdesk's relational model: every SQLModel table, grouped by concern, re-exported here.
+
+Importing this package registers every table on ``SQLModel.metadata`` (what alembic's ``env.py`` compares against).
+``base`` comes first: it installs the constraint naming convention before any table is declared.
+
+- ``support``: customers, conversations, messages
+- ``context``: context segments and compactions (the compression lineage)
+- ``conclusions``: the conclusion outbox towards long-term memory
+- ``console``: console agents and audit events
+- ``shop``: the demo shop and help-center articles
+"""
+
+from app.models.base import DEFAULT_CURRENCY, NAMING_CONVENTION, utc_now
+from app.models.conclusions import Conclusion, ConclusionKind, ConclusionSource, OutboxStatus
+from app.models.console import Agent, AgentCreate, AgentPublic, AgentRole, AuditEvent
+from app.models.context import Compaction, ContextSegment, SegmentReason, segment_title
+from app.models.shop import (
+    HelpArticle,
+    HelpArticlePublic,
+    Order,
+    OrderItem,
+    OrderPublic,
+    OrderStatus,
+    Product,
+    Refund,
+    RefundStatus,
+    Shipment,
+    ShipmentStatus,
+    ShippingAddress,
+)
+from app.models.support import (
+    Conversation,
+    ConversationCreate,
+    ConversationPublic,
+    ConversationStatus,
+    ConversationUpdate,
+    Customer,
+    CustomerCreate,
+    CustomerPublic,
+    Message,
+    MessageAuthor,
+    MessageCreate,
+    MessagePublic,
+    MessageRole,
+)
+
+__all__ = [
+    "DEFAULT_CURRENCY",
+    "NAMING_CONVENTION",
+    "Agent",
+    "AgentCreate",
+    "AgentPublic",
+    "AgentRole",
+    "AuditEvent",
+    "Compaction",
+    "Conclusion",
+    "ConclusionKind",
+    "ConclusionSource",
+    "ContextSegment",
+    "Conversation",
+    "ConversationCreate",
+    "ConversationPublic",
+    "ConversationStatus",
+    "ConversationUpdate",
+    "Customer",
+    "CustomerCreate",
+    "CustomerPublic",
+    "HelpArticle",
+    "HelpArticlePublic",
+    "Message",
+    "MessageAuthor",
+    "MessageCreate",
+    "MessagePublic",
+    "MessageRole",
+    "Order",
+    "OrderItem",
+    "OrderPublic",
+    "OrderStatus",
+    "OutboxStatus",
+    "Product",
+    "Refund",
+    "RefundStatus",
+    "SegmentReason",
+    "Shipment",
+    "ShipmentStatus",
+    "ShippingAddress",
+    "segment_title",
+    "utc_now",
+]

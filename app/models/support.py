@@ -1,0 +1,151 @@
+"""Customers, their conversations and the messages in them.
+
+A message row is the permanent transcript: compaction overlays a summary on a range of message ids (see
+``app.models.context``) but never deletes or edits messages. ``role`` is the OpenAI chat role the message is sent to
+the LLM with; ``author`` says who actually wrote it (a customer, the bot, a human agent, the system), and ``private``
+marks an agent's internal note that the customer never sees.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+import sqlalchemy as sa
+from sqlmodel import Field, SQLModel
+
+from app.models.base import enum_type, json_type, utc_now
+
+NAME_LENGTH = 200
+EMAIL_LENGTH = 320
+PHONE_LENGTH = 40
+EXTERNAL_ID_LENGTH = 128
+TOOL_CALL_ID_LENGTH = 128
+
+
+class ConversationStatus(StrEnum):
+    BOT = "bot"
+    NEEDS_HUMAN = "needs_human"
+    HUMAN = "human"
+    CLOSED = "closed"
+
+
+class MessageRole(StrEnum):
+    SYSTEM = "system"
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+
+
+class MessageAuthor(StrEnum):
+    CUSTOMER = "customer"
+    BOT = "bot"
+    AGENT = "agent"
+    SYSTEM = "system"
+
+
+# --- customers ---------------------------------------------------------------------------------------------------
+
+
+class CustomerBase(SQLModel):
+    # The shop's own id for this customer, once verified; None for anonymous widget visitors.
+    external_id: str | None = Field(default=None, max_length=EXTERNAL_ID_LENGTH, unique=True)
+    name: str | None = Field(default=None, max_length=NAME_LENGTH)
+    email: str | None = Field(default=None, max_length=EMAIL_LENGTH, index=True)
+    phone: str | None = Field(default=None, max_length=PHONE_LENGTH)
+
+
+class CustomerCreate(CustomerBase):
+    pass
+
+
+class Customer(CustomerBase, table=True):
+    __tablename__ = "customers"
+
+    id: int | None = Field(default=None, primary_key=True)
+    created_at: datetime = Field(default_factory=utc_now)
+
+
+class CustomerPublic(CustomerBase):
+    id: int
+    created_at: datetime
+
+
+# --- conversations -----------------------------------------------------------------------------------------------
+
+
+class ConversationBase(SQLModel):
+    title: str = Field(default="", max_length=NAME_LENGTH)
+
+
+class ConversationCreate(ConversationBase):
+    customer_id: int
+
+
+class ConversationUpdate(SQLModel):
+    title: str | None = Field(default=None, max_length=NAME_LENGTH)
+    status: ConversationStatus | None = None
+    assigned_agent_id: int | None = None
+
+
+class Conversation(ConversationBase, table=True):
+    __tablename__ = "conversations"
+
+    id: int | None = Field(default=None, primary_key=True)
+    customer_id: int = Field(foreign_key="customers.id", index=True, ondelete="CASCADE")
+    status: ConversationStatus = Field(
+        default=ConversationStatus.BOT, sa_type=enum_type(ConversationStatus), index=True
+    )
+    assigned_agent_id: int | None = Field(
+        default=None, foreign_key="agents.id", index=True, ondelete="SET NULL"
+    )
+    created_at: datetime = Field(default_factory=utc_now)
+    updated_at: datetime = Field(default_factory=utc_now, sa_column_kwargs={"onupdate": utc_now})
+
+
+class ConversationPublic(ConversationBase):
+    id: int
+    customer_id: int
+    status: ConversationStatus
+    assigned_agent_id: int | None
+    created_at: datetime
+    updated_at: datetime
+
+
+# --- messages ----------------------------------------------------------------------------------------------------
+
+
+class MessageBase(SQLModel):
+    role: MessageRole = Field(sa_type=enum_type(MessageRole))
+    content: str | None = Field(default=None, sa_type=sa.Text)
+    # OpenAI chat format: [{"id": ..., "type": "function", "function": {"name": ..., "arguments": "<json>"}}]
+    tool_calls: list[dict[str, Any]] | None = Field(default=None, sa_type=json_type(nullable=True))
+    tool_call_id: str | None = Field(default=None, max_length=TOOL_CALL_ID_LENGTH)
+    author: MessageAuthor = Field(sa_type=enum_type(MessageAuthor))
+    private: bool = False
+
+
+class MessageCreate(MessageBase):
+    pass
+
+
+class Message(MessageBase, table=True):
+    __tablename__ = "messages"
+    # Transcripts are always read in id order within one conversation.
+    __table_args__ = (sa.Index("ix_messages_conversation_id_id", "conversation_id", "id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    conversation_id: int = Field(foreign_key="conversations.id", ondelete="CASCADE")
+    agent_id: int | None = Field(default=None, foreign_key="agents.id", ondelete="SET NULL")
+    created_at: datetime = Field(default_factory=utc_now)
+    # Usage reported by the LLM API for the request that produced this (assistant) message.
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+class MessagePublic(MessageBase):
+    id: int
+    conversation_id: int
+    agent_id: int | None
+    created_at: datetime

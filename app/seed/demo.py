@@ -1,0 +1,189 @@
+"""Writing the generated demo shop into the database, idempotently.
+
+Every demo row has a natural key (customer ``external_id``, product ``sku``, order ``number``, article ``slug``);
+``seed_demo`` inserts only the rows whose key is missing, so running it twice changes nothing and running it on a
+partly seeded database fills the gaps. An order is inserted together with its items, shipments and refunds, or not
+at all. Everything is committed in one transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, fields
+from datetime import datetime
+
+from sqlmodel import Session, col, select
+
+from app.models import Customer, HelpArticle, Order, OrderItem, Product, Refund, Shipment
+from app.seed.catalog import CatalogProduct, HelpArticleSeed
+from app.seed.generator import DEMO_BASE_DATE, DEMO_RANDOM_SEED, DemoCustomer, DemoOrder, generate_demo_shop
+from app.seed.help_account import ACCOUNT_ARTICLES
+from app.seed.help_orders import ORDER_ARTICLES
+from app.seed.help_returns import RETURN_ARTICLES
+
+HELP_ARTICLES: tuple[HelpArticleSeed, ...] = ORDER_ARTICLES + RETURN_ARTICLES + ACCOUNT_ARTICLES
+
+
+@dataclass(frozen=True)
+class SeedReport:
+    """How many rows of each kind ``seed_demo`` inserted (zero everywhere on a repeated run)."""
+
+    customers: int = 0
+    products: int = 0
+    orders: int = 0
+    order_items: int = 0
+    shipments: int = 0
+    refunds: int = 0
+    help_articles: int = 0
+
+    @property
+    def total(self) -> int:
+        return sum(getattr(self, field.name) for field in fields(self))
+
+    def describe(self) -> str:
+        if self.total == 0:
+            return "The demo shop is already seeded; nothing was added."
+        counts = ", ".join(f"{getattr(self, field.name)} {field.name.replace('_', ' ')}" for field in fields(self))
+        return f"Seeded the demo shop: {counts}."
+
+
+def seed_demo(
+    session: Session, *, base_date: datetime = DEMO_BASE_DATE, random_seed: int = DEMO_RANDOM_SEED
+) -> SeedReport:
+    """Insert the demo shop's missing rows and commit; see the module docstring."""
+    shop = generate_demo_shop(base_date=base_date, random_seed=random_seed)
+    customer_ids, customers_added = _insert_customers(session, shop.customers)
+    product_ids, products_added = _insert_products(session, shop.products)
+    order_counts = _insert_orders(session, shop.orders, customer_ids=customer_ids, product_ids=product_ids)
+    articles_added = _insert_articles(session, HELP_ARTICLES)
+    session.commit()
+    orders, items, shipments, refunds = order_counts
+    return SeedReport(
+        customers=customers_added,
+        products=products_added,
+        orders=orders,
+        order_items=items,
+        shipments=shipments,
+        refunds=refunds,
+        help_articles=articles_added,
+    )
+
+
+def _insert_customers(session: Session, customers: Iterable[DemoCustomer]) -> tuple[dict[str, int], int]:
+    wanted = list(customers)
+    keys = [customer.external_id for customer in wanted]
+    existing = set(session.exec(select(Customer.external_id).where(col(Customer.external_id).in_(keys))))
+    new = [
+        Customer(
+            external_id=customer.external_id,
+            name=customer.name,
+            email=customer.email,
+            phone=customer.phone,
+            created_at=customer.created_at,
+        )
+        for customer in wanted
+        if customer.external_id not in existing
+    ]
+    session.add_all(new)
+    session.flush()
+    rows = session.exec(select(Customer.external_id, Customer.id).where(col(Customer.external_id).in_(keys)))
+    return {external_id: id_ for external_id, id_ in rows if external_id and id_}, len(new)
+
+
+def _insert_products(session: Session, products: Iterable[CatalogProduct]) -> tuple[dict[str, int], int]:
+    wanted = list(products)
+    skus = [product.sku for product in wanted]
+    existing = set(session.exec(select(Product.sku).where(col(Product.sku).in_(skus))))
+    new = [
+        Product(sku=product.sku, name=product.name, price_cents=product.price_cents)
+        for product in wanted
+        if product.sku not in existing
+    ]
+    session.add_all(new)
+    session.flush()
+    rows = session.exec(select(Product.sku, Product.id).where(col(Product.sku).in_(skus)))
+    return {sku: id_ for sku, id_ in rows if id_}, len(new)
+
+
+def _insert_orders(
+    session: Session,
+    orders: Iterable[DemoOrder],
+    *,
+    customer_ids: dict[str, int],
+    product_ids: dict[str, int],
+) -> tuple[int, int, int, int]:
+    wanted = list(orders)
+    numbers = [order.number for order in wanted]
+    existing = set(session.exec(select(Order.number).where(col(Order.number).in_(numbers))))
+    pending = [order for order in wanted if order.number not in existing]
+    rows = [
+        Order(
+            number=order.number,
+            customer_id=customer_ids[order.customer_external_id],
+            status=order.status,
+            placed_at=order.placed_at,
+            total_cents=order.total_cents,
+            shipping_name=order.address.name,
+            shipping_line1=order.address.line1,
+            shipping_line2=order.address.line2,
+            shipping_city=order.address.city,
+            shipping_region=order.address.region,
+            shipping_postal_code=order.address.postal_code,
+            shipping_country=order.address.country,
+        )
+        for order in pending
+    ]
+    session.add_all(rows)
+    session.flush()
+    items: list[OrderItem] = []
+    shipments: list[Shipment] = []
+    refunds: list[Refund] = []
+    for order, row in zip(pending, rows, strict=True):
+        assert row.id is not None  # set by the flush above
+        items.extend(
+            OrderItem(
+                order_id=row.id,
+                product_id=product_ids[item.sku],
+                quantity=item.quantity,
+                unit_price_cents=item.unit_price_cents,
+            )
+            for item in order.items
+        )
+        shipments.extend(
+            Shipment(
+                order_id=row.id,
+                carrier=shipment.carrier,
+                tracking_number=shipment.tracking_number,
+                status=shipment.status,
+                events=list(shipment.events),
+                eta=shipment.eta,
+            )
+            for shipment in order.shipments
+        )
+        refunds.extend(
+            Refund(
+                order_id=row.id,
+                amount_cents=refund.amount_cents,
+                reason=refund.reason,
+                status=refund.status,
+                created_at=refund.created_at,
+            )
+            for refund in order.refunds
+        )
+    session.add_all([*items, *shipments, *refunds])
+    session.flush()
+    return len(rows), len(items), len(shipments), len(refunds)
+
+
+def _insert_articles(session: Session, articles: Iterable[HelpArticleSeed]) -> int:
+    wanted = list(articles)
+    slugs = [article.slug for article in wanted]
+    existing = set(session.exec(select(HelpArticle.slug).where(col(HelpArticle.slug).in_(slugs))))
+    new = [
+        HelpArticle(slug=article.slug, title=article.title, body=article.body, tags=list(article.tags))
+        for article in wanted
+        if article.slug not in existing
+    ]
+    session.add_all(new)
+    session.flush()
+    return len(new)

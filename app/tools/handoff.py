@@ -1,0 +1,79 @@
+"""Handing the conversation over to a human agent.
+
+``transfer_to_human`` sets the conversation to ``needs_human`` (it then shows up in the console's queue, and the
+bot stops replying: the result has ``handed_off=True``), and records an audit event that carries the model's summary
+for the agent who picks it up. It needs no confirmation: asking for a person must always work.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from app.models import Conversation, ConversationStatus, utc_now
+from app.tools.audit import record_audit_event
+from app.tools.registry import ErrorCode, ToolContext, ToolError
+from app.tools.typed import ToolArguments, TypedTool
+
+MAX_SUMMARY_LENGTH = 2_000
+HANDOFF_ACTION = "conversation.handoff"
+# A conversation a human already owns (or is waiting for) keeps its status.
+STATUSES_KEPT = (ConversationStatus.NEEDS_HUMAN, ConversationStatus.HUMAN)
+
+
+class TransferArguments(ToolArguments):
+    summary: str = Field(
+        min_length=10,
+        max_length=MAX_SUMMARY_LENGTH,
+        description="For the human agent: who the customer is, what they want, what was already tried or "
+        "promised, with order numbers and amounts.",
+    )
+    reason: str | None = Field(
+        default=None, max_length=200, description="Why a human is needed, e.g. 'customer asked for a person'."
+    )
+
+
+class TransferToHumanTool(TypedTool[TransferArguments]):
+    name = "transfer_to_human"
+    description = (
+        "Hand the conversation over to a human support agent, with a summary for them. Use it when the customer "
+        "asks for a person, when the request is outside what the tools allow, or when the customer is upset. "
+        "After it, tell the customer a person will reply here, and stop."
+    )
+    arguments_model = TransferArguments
+    hands_off_to_human = True
+
+    def run(self, arguments: TransferArguments, context: ToolContext) -> dict[str, Any]:
+        session = context.session
+        conversation = session.get(Conversation, context.conversation_id) if context.conversation_id else None
+        if conversation is None or conversation.customer_id != context.customer_id:
+            raise ToolError(
+                ErrorCode.NO_CONVERSATION,
+                "This chat has no conversation record to hand over. Tell the customer to contact support directly.",
+            )
+        assert conversation.id is not None
+        previous = conversation.status
+        if previous not in STATUSES_KEPT:
+            conversation.status = ConversationStatus.NEEDS_HUMAN
+        conversation.updated_at = utc_now()
+        session.add(conversation)
+        record_audit_event(
+            session,
+            actor=context.actor,
+            action=HANDOFF_ACTION,
+            target_type="conversation",
+            target_id=conversation.id,
+            detail={
+                "summary": arguments.summary,
+                "reason": arguments.reason,
+                "previous_status": str(previous),
+                "customer_id": context.customer_id,
+            },
+        )
+        session.commit()
+        return {
+            "status": str(conversation.status),
+            "message": "The conversation is now with the human support team. Tell the customer that a person "
+            "will reply in this chat (Monday-Friday 8 am-8 pm, Saturday 10 am-4 pm US Eastern), then stop.",
+        }

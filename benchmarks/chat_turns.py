@@ -1,0 +1,183 @@
+"""Chat turn benchmark: concurrent widget sessions against memdesk, with an LLM that answers instantly.
+
+    python -m benchmarks.chat_turns --json
+
+Three processes on one machine: this one drives the sessions (httpx over HTTP, replies read from each
+conversation's server-sent events), one runs memdesk (uvicorn, SQLite in a temporary directory, the real ``openai``
+client), and one runs the scripted OpenAI-compatible server answering every chat request at once. A turn is timed
+from sending the customer's message to receiving the bot's reply event, so the figures are memdesk's own overhead:
+HTTP, persistence, context building, the streamed LLM call, tool-free reply handling and live events.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from benchmarks.compression import percentile
+
+SESSIONS = 16
+TURNS_PER_SESSION = 30
+WARMUP_TURNS = 2
+REPLY_TIMEOUT_S = 15.0
+STARTUP_TIMEOUT_S = 30.0
+REPLY_TEXT = "Thanks for your message. Your order is on its way and should arrive within two business days."
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _run_scripted_server(port: int) -> None:
+    from app.scripted_llm import ScriptedLLMServer, ScriptedReply
+
+    server = ScriptedLLMServer(rule=lambda request: ScriptedReply(text=REPLY_TEXT), port=port)
+    server.start()
+    while True:
+        time.sleep(3600)
+
+
+def _wait_until_up(url: str) -> None:
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url, timeout=1.0).status_code < 500:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"{url} did not come up within {STARTUP_TIMEOUT_S:.0f} s")
+
+
+async def _session(client: httpx.AsyncClient, turns: int, latencies: list[float], errors: list[str]) -> None:
+    started = await client.post("/api/widget/sessions", json={})
+    if started.status_code != 201:
+        raise RuntimeError(f"could not start a widget session: {started.status_code} {started.text[:200]}")
+    token = started.json()["token"]
+    headers = {"Authorization": f"Bearer {token}"}
+    conversation = (await client.post("/api/widget/conversations", json={}, headers=headers)).json()["id"]
+    replies: asyncio.Queue[float] = asyncio.Queue()
+
+    async def listen() -> None:
+        url = f"/api/widget/conversations/{conversation}/events"
+        async with client.stream("GET", url, headers=headers, timeout=None) as response:
+            event = ""
+            async for line in response.aiter_lines():
+                if line.startswith("event: "):
+                    event = line[7:]
+                elif (
+                    line.startswith("data: ")
+                    and event == "message.created"
+                    and json.loads(line[6:]).get("role") == "assistant"
+                ):
+                    replies.put_nowait(time.perf_counter())
+
+    listener = asyncio.create_task(listen())
+    await asyncio.sleep(0.05)
+    try:
+        for turn in range(turns):
+            sent = time.perf_counter()
+            response = await client.post(
+                f"/api/widget/conversations/{conversation}/messages",
+                json={"content": f"Where is my order? (turn {turn})"},
+                headers=headers,
+            )
+            if response.status_code != 202:
+                errors.append(f"post {response.status_code}: {response.text[:120]}")
+                continue
+            try:
+                received = await asyncio.wait_for(replies.get(), REPLY_TIMEOUT_S)
+            except TimeoutError:
+                errors.append("no reply within the timeout")
+                continue
+            if turn >= WARMUP_TURNS:
+                latencies.append((received - sent) * 1000)
+    finally:
+        listener.cancel()
+
+
+async def _drive(base_url: str, sessions: int, turns: int) -> dict[str, Any]:
+    latencies: list[float] = []
+    errors: list[str] = []
+    limits = httpx.Limits(max_connections=sessions * 3, max_keepalive_connections=sessions * 3)
+    async with httpx.AsyncClient(base_url=base_url, timeout=REPLY_TIMEOUT_S, limits=limits) as client:
+        started = time.perf_counter()
+        await asyncio.gather(*(_session(client, turns, latencies, errors) for _ in range(sessions)))
+        elapsed = time.perf_counter() - started
+    completed = sessions * turns - len(errors)
+    return {
+        "sessions": sessions,
+        "turns": sessions * turns,
+        "turns_per_s": round(completed / elapsed, 1),
+        "p50_ms": round(percentile(latencies, 0.50), 2),
+        "p95_ms": round(percentile(latencies, 0.95), 2),
+        "max_ms": round(max(latencies, default=0.0), 2),
+        "errors": len(errors),
+        "error_samples": errors[:3],
+        "elapsed_s": round(elapsed, 2),
+    }
+
+
+def run(sessions: int = SESSIONS, turns: int = TURNS_PER_SESSION) -> dict[str, Any]:
+    llm_port, app_port = _free_port(), _free_port()
+    llm = multiprocessing.get_context("spawn").Process(target=_run_scripted_server, args=(llm_port,), daemon=True)
+    llm.start()
+    with tempfile.TemporaryDirectory() as data_dir:
+        env = {
+            **os.environ,
+            "MEMDESK_ENVIRONMENT": "test",
+            "MEMDESK_DATA_DIR": data_dir,
+            "MEMDESK_LLM_BASE_URL": f"http://127.0.0.1:{llm_port}/v1",
+            "MEMDESK_CHAT_MODEL": "bench-chat",
+            "MEMDESK_REPLY_DEBOUNCE_S": "0",
+            "MEMDESK_ACCESS_LOG": "false",
+            "MEMDESK_VISITOR_MESSAGES_PER_MINUTE": "100000",
+            "MEMDESK_SECRET_KEY": "benchmark-secret-key-0123456789abcdef",
+        }
+        command = [sys.executable, "-m", "app.cli", "serve", "--port", str(app_port)]
+        log = Path(data_dir) / "server.log"
+        with log.open("wb") as output:
+            server = subprocess.Popen(command, env=env, stdout=output, stderr=subprocess.STDOUT)
+            try:
+                _wait_until_up(f"http://127.0.0.1:{llm_port}/v1/models")
+                _wait_until_up(f"http://127.0.0.1:{app_port}/healthz")
+                result = asyncio.run(_drive(f"http://127.0.0.1:{app_port}", sessions, turns))
+            except Exception:
+                print(log.read_text()[-3000:], file=sys.stderr)
+                raise
+            finally:
+                server.terminate()
+                server.wait(10)
+                llm.terminate()
+    result["llm"] = "scripted OpenAI-compatible server, instant replies, streamed"
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="memdesk chat turn throughput and latency")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--sessions", type=int, default=SESSIONS)
+    parser.add_argument("--turns", type=int, default=TURNS_PER_SESSION)
+    args = parser.parse_args(argv)
+    result = run(args.sessions, args.turns)
+    print(json.dumps(result) if args.json else json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
