@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -50,6 +51,8 @@ from compression import CompressionError, ContextCompressor, ContextEngine
 logger = logging.getLogger(__name__)
 
 MAX_TOOL_ROUNDS = 6
+DELTA_FLUSH_S = 0.05
+DELTA_FLUSH_CHARS = 200
 ENGINE_CACHE_SIZE = 1_024
 SYSTEM_PROMPT_TEMPLATE = "agent_system.md.j2"
 FALLBACK_REPLY = (
@@ -232,8 +235,21 @@ class AgentService:
         raise TurnFailure(f"tool loop limit: no final answer after {MAX_TOOL_ROUNDS} rounds of tool calls")
 
     async def _chat(self, conversation_id: int, context: list[ChatMessage]) -> ChatResponse:
+        # Fragments are batched: one live event per DELTA_FLUSH_S (or DELTA_FLUSH_CHARS) instead of one per token.
+        pending: list[str] = []
+        last_flush = time.monotonic()
+
+        def flush() -> None:
+            nonlocal last_flush
+            if pending:
+                self.broker.publish(conversation_id, "message.delta", {"text": "".join(pending)})
+                pending.clear()
+            last_flush = time.monotonic()
+
         async def on_delta(text: str) -> None:
-            self.broker.publish(conversation_id, "message.delta", {"text": text})
+            pending.append(text)
+            if time.monotonic() - last_flush >= DELTA_FLUSH_S or sum(map(len, pending)) >= DELTA_FLUSH_CHARS:
+                flush()
 
         try:
             response = await self.gateway.chat(
@@ -245,6 +261,8 @@ class AgentService:
             )
         except LLMError as error:
             raise TurnFailure(f"LLM call failed: {error}", request_id=error.request_id) from error
+        finally:
+            flush()
         if not response.tool_calls and not (response.content or "").strip():
             raise TurnFailure("LLM returned neither text nor tool calls", request_id=response.request_id)
         return response

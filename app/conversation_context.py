@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import or_
+from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
 from app.models import (
@@ -28,13 +29,26 @@ from compression.assembly import insert_summary, repair_tool_sequence
 ChatMessage = dict[str, Any]
 
 
-def to_chat_message(message: Message) -> ChatMessage:
-    chat: ChatMessage = {"role": message.role.value, "content": message.content, "id": message.id}
-    if message.tool_calls:
-        chat["tool_calls"] = message.tool_calls
-    if message.tool_call_id:
-        chat["tool_call_id"] = message.tool_call_id
-    chat["created_at"] = message.created_at.isoformat()
+# Plain columns, not ORM objects: the context is rebuilt every turn and entity loading dominated its cost.
+_CONTEXT_COLUMNS = (
+    col(Message.id),
+    col(Message.role),
+    col(Message.content),
+    col(Message.tool_calls),
+    col(Message.tool_call_id),
+    col(Message.created_at),
+)
+
+
+def to_chat_message(row: Any) -> ChatMessage:
+    """One transcript row (a ``Message`` or a row of ``_CONTEXT_COLUMNS``) in OpenAI chat format."""
+    role = row.role
+    chat: ChatMessage = {"role": role.value if hasattr(role, "value") else role, "content": row.content, "id": row.id}
+    if row.tool_calls:
+        chat["tool_calls"] = row.tool_calls
+    if row.tool_call_id:
+        chat["tool_call_id"] = row.tool_call_id
+    chat["created_at"] = row.created_at.isoformat()
     return chat
 
 
@@ -48,8 +62,8 @@ def latest_compaction(session: Session, conversation_id: int) -> Compaction | No
 def load_context(session: Session, conversation_id: int, system_prompt: str) -> list[ChatMessage]:
     """System prompt + transcript with the latest compaction's summary in place of the range it covers."""
     compaction = latest_compaction(session, conversation_id)
-    statement = select(Message).where(
-        Message.conversation_id == conversation_id,
+    statement = sa_select(*_CONTEXT_COLUMNS).where(
+        col(Message.conversation_id) == conversation_id,
         col(Message.private).is_(False),
         col(Message.role) != MessageRole.SYSTEM,
     )
@@ -57,7 +71,7 @@ def load_context(session: Session, conversation_id: int, system_prompt: str) -> 
         statement = statement.where(
             or_(col(Message.id) < compaction.first_message_id, col(Message.id) > compaction.last_message_id)
         )
-    rows = session.exec(statement.order_by(col(Message.id))).all()
+    rows = session.execute(statement.order_by(col(Message.id))).all()
     system: ChatMessage = {"role": "system", "content": system_prompt}
     if compaction is None:
         messages = [system, *(to_chat_message(row) for row in rows)]

@@ -16,6 +16,7 @@ import asyncio
 import json
 import multiprocessing
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -50,6 +51,12 @@ def _run_scripted_server(port: int) -> None:
     server.start()
     while True:
         time.sleep(3600)
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a live process (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _wait_until_up(url: str) -> None:
@@ -150,19 +157,31 @@ def run(sessions: int = SESSIONS, turns: int = TURNS_PER_SESSION) -> dict[str, A
             "MEMDESK_SECRET_KEY": "benchmark-secret-key-0123456789abcdef",
         }
         command = [sys.executable, "-m", "app.cli", "serve", "--port", str(app_port)]
+        if os.environ.get("MEMDESK_BENCH_PROFILE"):
+            command = ["py-spy", "record", "-o", os.environ["MEMDESK_BENCH_PROFILE"], "-f", "raw", "--", *command]
         log = Path(data_dir) / "server.log"
         with log.open("wb") as output:
             server = subprocess.Popen(command, env=env, stdout=output, stderr=subprocess.STDOUT)
             try:
                 _wait_until_up(f"http://127.0.0.1:{llm_port}/v1/models")
                 _wait_until_up(f"http://127.0.0.1:{app_port}/healthz")
+                cpu_before = {"memdesk": _cpu_seconds(server.pid), "llm": _cpu_seconds(llm.pid or 0)}
+                client_before = time.process_time()
                 result = asyncio.run(_drive(f"http://127.0.0.1:{app_port}", sessions, turns))
+                result["cpu_s"] = {
+                    "memdesk": round(_cpu_seconds(server.pid) - cpu_before["memdesk"], 2),
+                    "scripted_llm": round(_cpu_seconds(llm.pid or 0) - cpu_before["llm"], 2),
+                    "load_client": round(time.process_time() - client_before, 2),
+                }
             except Exception:
                 print(log.read_text()[-3000:], file=sys.stderr)
                 raise
             finally:
-                server.terminate()
-                server.wait(10)
+                server.send_signal(signal.SIGINT)  # uvicorn (and a profiler wrapping it) stop cleanly on SIGINT
+                try:
+                    server.wait(15)
+                except subprocess.TimeoutExpired:
+                    server.kill()
                 llm.terminate()
     result["llm"] = "scripted OpenAI-compatible server, instant replies, streamed"
     return result

@@ -170,6 +170,7 @@ class ToolRegistry:
 
     def __init__(self, tools: Iterable[Tool[Any]] = ()) -> None:
         self._tools: dict[str, Tool[Any]] = {}
+        self._specs: list[dict[str, Any]] | None = None
         for tool in tools:
             self.register(tool)
 
@@ -177,6 +178,7 @@ class ToolRegistry:
         if tool.name in self._tools:
             raise ToolConfigError(f"A tool named {tool.name!r} is already registered; tool names must be unique.")
         self._tools[tool.name] = tool
+        self._specs = None
 
     def names(self) -> list[str]:
         return list(self._tools)
@@ -185,8 +187,10 @@ class ToolRegistry:
         return self._tools.get(name)
 
     def openai_specs(self) -> list[dict[str, Any]]:
-        """The ``tools`` parameter of a chat completion request."""
-        return [tool.openai_spec() for tool in self._tools.values()]
+        """The ``tools`` parameter of a chat completion request (built once: schemas are costly to generate)."""
+        if self._specs is None:
+            self._specs = [tool.openai_spec() for tool in self._tools.values()]
+        return self._specs
 
     def write_tool_names(self) -> frozenset[str]:
         return frozenset(name for name, tool in self._tools.items() if tool.requires_confirmation)
