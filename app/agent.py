@@ -31,7 +31,7 @@ from typing import Any
 import anyio
 from jinja2 import Environment
 from sqlalchemy import Engine
-from sqlmodel import Session
+from sqlmodel import Session, col, select
 
 from app.conversation_context import ChatMessage, load_context, record_compaction
 from app.events import EventBroker
@@ -171,11 +171,16 @@ class AgentService:
         # SQLite transactions take the write lock when they begin (app.db), so a turn never keeps one open across
         # an await: every database step ends with a commit, and loaded rows stay usable (expire_on_commit=False).
         with Session(self.db, expire_on_commit=False) as session:
-            conversation = session.get(Conversation, conversation_id)
-            customer = session.get(Customer, conversation.customer_id) if conversation else None
+            statement = (
+                select(Conversation, Customer)
+                .join(Customer, col(Customer.id) == col(Conversation.customer_id))
+                .where(col(Conversation.id) == conversation_id)
+            )
+            found = session.exec(statement).first()
             session.commit()
-            if conversation is None or customer is None or conversation.status in SILENT_STATUSES:
+            if found is None or found[0].status in SILENT_STATUSES:
                 return
+            conversation, customer = found
             self.broker.publish(conversation_id, "typing", {"on": True})
             try:
                 await self._reply(session, conversation, customer)
@@ -384,8 +389,6 @@ class AgentService:
 
     @staticmethod
     def _latest_customer_text(session: Session, conversation: Conversation) -> str:
-        from sqlmodel import col, select
-
         statement = (
             select(Message.content)
             .where(Message.conversation_id == conversation.id, Message.role == MessageRole.USER)

@@ -29,8 +29,9 @@ import httpx
 
 from benchmarks.compression import percentile
 
-SESSIONS = 16
-TURNS_PER_SESSION = 30
+SESSIONS = 2
+SWEEP = (1, 2, 4, 8, 16)
+TURNS_PER_RUN = 480
 WARMUP_TURNS = 2
 REPLY_TIMEOUT_S = 15.0
 STARTUP_TIMEOUT_S = 30.0
@@ -140,10 +141,12 @@ async def _drive(base_url: str, sessions: int, turns: int) -> dict[str, Any]:
     }
 
 
-def run(sessions: int = SESSIONS, turns: int = TURNS_PER_SESSION) -> dict[str, Any]:
+def run(sweep: tuple[int, ...] = SWEEP, turns_per_run: int = TURNS_PER_RUN) -> dict[str, Any]:
+    """One memdesk server; a run per concurrency level, each with about ``turns_per_run`` turns."""
     llm_port, app_port = _free_port(), _free_port()
     llm = multiprocessing.get_context("spawn").Process(target=_run_scripted_server, args=(llm_port,), daemon=True)
     llm.start()
+    runs = []
     with tempfile.TemporaryDirectory() as data_dir:
         env = {
             **os.environ,
@@ -165,14 +168,14 @@ def run(sessions: int = SESSIONS, turns: int = TURNS_PER_SESSION) -> dict[str, A
             try:
                 _wait_until_up(f"http://127.0.0.1:{llm_port}/v1/models")
                 _wait_until_up(f"http://127.0.0.1:{app_port}/healthz")
-                cpu_before = {"memdesk": _cpu_seconds(server.pid), "llm": _cpu_seconds(llm.pid or 0)}
-                client_before = time.process_time()
-                result = asyncio.run(_drive(f"http://127.0.0.1:{app_port}", sessions, turns))
-                result["cpu_s"] = {
-                    "memdesk": round(_cpu_seconds(server.pid) - cpu_before["memdesk"], 2),
-                    "scripted_llm": round(_cpu_seconds(llm.pid or 0) - cpu_before["llm"], 2),
-                    "load_client": round(time.process_time() - client_before, 2),
-                }
+                for sessions in sweep:
+                    turns = max(WARMUP_TURNS + 5, turns_per_run // sessions)
+                    cpu_before = _cpu_seconds(server.pid)
+                    result = asyncio.run(_drive(f"http://127.0.0.1:{app_port}", sessions, turns))
+                    result["memdesk_cpu_ms_per_turn"] = round(
+                        (_cpu_seconds(server.pid) - cpu_before) * 1000 / max(1, result["turns"]), 2
+                    )
+                    runs.append(result)
             except Exception:
                 print(log.read_text()[-3000:], file=sys.stderr)
                 raise
@@ -183,17 +186,22 @@ def run(sessions: int = SESSIONS, turns: int = TURNS_PER_SESSION) -> dict[str, A
                 except subprocess.TimeoutExpired:
                     server.kill()
                 llm.terminate()
-    result["llm"] = "scripted OpenAI-compatible server, instant replies, streamed"
-    return result
+    headline = next((r for r in runs if r["sessions"] == SESSIONS), runs[0])
+    return {
+        **{key: headline[key] for key in ("sessions", "turns_per_s", "p50_ms", "p95_ms", "errors")},
+        "errors": sum(r["errors"] for r in runs),
+        "sweep": runs,
+        "llm": "scripted OpenAI-compatible server in its own process, instant streamed replies",
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="memdesk chat turn throughput and latency")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--sessions", type=int, default=SESSIONS)
-    parser.add_argument("--turns", type=int, default=TURNS_PER_SESSION)
+    parser.add_argument("--sessions", type=int, nargs="+", default=list(SWEEP), help="concurrency levels to run")
+    parser.add_argument("--turns", type=int, default=TURNS_PER_RUN, help="turns per concurrency level")
     args = parser.parse_args(argv)
-    result = run(args.sessions, args.turns)
+    result = run(tuple(args.sessions), args.turns)
     print(json.dumps(result) if args.json else json.dumps(result, indent=2))
     return 0
 
