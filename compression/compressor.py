@@ -20,13 +20,12 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from compression.assembly import find_previous_summary, insert_summary, repair_tool_sequence
 from compression.boundaries import head_end, must_keep_start, tail_start
 from compression.dates import absolutize_dates, parse_timestamp
 from compression.decisions import decision_key, parse_key_decisions
-from compression.engine import ContextEngine, register_engine
+from compression.engine import ContextEngine, register_engine, trace_event
 from compression.facts import DEFAULT_FACT_PATTERNS, FactExtractor, FactPattern, PinnedFacts
 from compression.pruning import PRUNE_MIN_CHARS, is_pruned, prune_tool_outputs, shrink_tool_output
 from compression.sections import CRITICAL_CONTEXT, append_to_section
@@ -227,25 +226,25 @@ class ContextCompressor(ContextEngine):
         for decision in decisions:
             self._known_decisions.setdefault(decision_key(decision.kind, decision.text), decision.source_range)
         self._record_compaction(estimated_before, tokens_after)
-        event = {
-            "strategy": "summary" if not fallback_used else "fallback_summary",
-            "engine": self.name,
-            "messages_before": len(messages),
-            "messages_after": len(result_messages),
-            "tokens_before": tokens_before,
-            "tokens_after": tokens_after,
-            "compacted_range": list(compacted_range),
-            "pruned_indexes": [head + index for index in pruned_indexes],
-            "model": outcome.model,
-            "attempts": [{"model": a.model, "error": a.error} for a in outcome.attempts],
-            "fallback_used": fallback_used,
-            "cooldown": outcome.skipped_for_cooldown,
-            "pinned_facts": len(pinned),
-            "orphans_removed": orphans,
-            "stubs_added": stubs,
-            "focus_topic": focus_topic,
-            "duration_ms": round((time.perf_counter() - started) * 1000, 3),
-        }
+        event = trace_event(
+            strategy="summary" if not fallback_used else "fallback_summary",
+            engine=self.name,
+            messages_before=len(messages),
+            messages_after=len(result_messages),
+            tokens_before=tokens_before,
+            tokens_after=tokens_after,
+            compacted_range=compacted_range,
+            started=started,
+            model=outcome.model,
+            fallback_used=fallback_used,
+            pruned_indexes=[head + index for index in pruned_indexes],
+            attempts=[{"model": a.model, "error": a.error} for a in outcome.attempts],
+            cooldown=outcome.skipped_for_cooldown,
+            pinned_facts=len(pinned),
+            orphans_removed=orphans,
+            stubs_added=stubs,
+            focus_topic=focus_topic,
+        )
         return CompressionResult(
             messages=result_messages,
             summary=summary,
@@ -331,20 +330,18 @@ class ContextCompressor(ContextEngine):
         result_messages, orphans, stubs = repair_tool_sequence(working)
         tokens_after = estimate_messages_tokens(result_messages)
         self._record_compaction(estimated, tokens_after)
-        event: dict[str, Any] = {
-            "strategy": "none",
-            "engine": self.name,
-            "messages_before": len(messages),
-            "messages_after": len(result_messages),
-            "tokens_before": tokens_before,
-            "tokens_after": tokens_after,
-            "compacted_range": None,
-            "model": None,
-            "fallback_used": False,
-            "orphans_removed": orphans,
-            "stubs_added": stubs,
-            "duration_ms": round((time.perf_counter() - started) * 1000, 3),
-        }
+        event = trace_event(
+            strategy="none",
+            engine=self.name,
+            messages_before=len(messages),
+            messages_after=len(result_messages),
+            tokens_before=tokens_before,
+            tokens_after=tokens_after,
+            compacted_range=None,
+            started=started,
+            orphans_removed=orphans,
+            stubs_added=stubs,
+        )
         return CompressionResult(
             messages=result_messages,
             summary=None,

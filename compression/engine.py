@@ -17,6 +17,7 @@ one by name with ``create_engine``.
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -66,6 +67,36 @@ class ContextEngine(ABC):
 
     def update_model(self, model: str, context_length: int) -> None:
         """Called when the conversation moves to another model or window size."""
+
+
+def trace_event(
+    *,
+    strategy: str,
+    engine: str,
+    messages_before: int,
+    messages_after: int,
+    tokens_before: int,
+    tokens_after: int,
+    compacted_range: tuple[int, int] | None,
+    started: float,
+    model: str | None = None,
+    fallback_used: bool = False,
+    **details: Any,
+) -> dict[str, Any]:
+    """The trace event every compaction reports (``started`` is a ``time.perf_counter()`` reading)."""
+    return {
+        "strategy": strategy,
+        "engine": engine,
+        "messages_before": messages_before,
+        "messages_after": messages_after,
+        "tokens_before": tokens_before,
+        "tokens_after": tokens_after,
+        "compacted_range": list(compacted_range) if compacted_range else None,
+        "model": model,
+        "fallback_used": fallback_used,
+        **details,
+        "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+    }
 
 
 E = TypeVar("E", bound=type[ContextEngine])

@@ -10,7 +10,7 @@ import time
 
 from compression.assembly import repair_tool_sequence
 from compression.boundaries import leading_system_count, must_keep_start
-from compression.engine import ContextEngine, register_engine
+from compression.engine import ContextEngine, register_engine, trace_event
 from compression.tokens import estimate_message_tokens, estimate_messages_tokens
 from compression.types import CompressionResult, ContextOverflowError, Message, Usage
 
@@ -72,20 +72,18 @@ class TruncationEngine(ContextEngine):
         self.compression_count += 1
         self.last_prompt_tokens = after
         dropped = (head, cut) if cut > head else None
-        event = {
-            "strategy": "truncation",
-            "engine": self.name,
-            "messages_before": len(messages),
-            "messages_after": len(result),
-            "tokens_before": current_tokens if current_tokens is not None else before,
-            "tokens_after": after,
-            "compacted_range": list(dropped) if dropped else None,
-            "model": None,
-            "fallback_used": False,
-            "orphans_removed": orphans,
-            "stubs_added": stubs,
-            "duration_ms": round((time.perf_counter() - started) * 1000, 3),
-        }
+        event = trace_event(
+            strategy="truncation",
+            engine=self.name,
+            messages_before=len(messages),
+            messages_after=len(result),
+            tokens_before=current_tokens if current_tokens is not None else before,
+            tokens_after=after,
+            compacted_range=dropped,
+            started=started,
+            orphans_removed=orphans,
+            stubs_added=stubs,
+        )
         return CompressionResult(
             messages=result,
             summary=None,
