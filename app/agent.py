@@ -36,6 +36,7 @@ from sqlmodel import Session, col, select
 from app.conversation_context import ChatMessage, load_context, record_compaction
 from app.events import EventBroker
 from app.llm import ChatResponse, LLMError, LLMGateway
+from app.memory_outbox import enqueue_key_decisions
 from app.models import (
     Conversation,
     ConversationStatus,
@@ -81,7 +82,8 @@ class _ConversationState:
     pending: bool = False
 
 
-def message_event(message: Message) -> dict[str, Any]:
+def message_event(message: Message, *, agent_name: str | None = None) -> dict[str, Any]:
+    """The ``message.created`` event data; ``agent_name`` is the human agent's display name for their messages."""
     return {
         "id": message.id,
         "conversation_id": message.conversation_id,
@@ -91,6 +93,7 @@ def message_event(message: Message) -> dict[str, Any]:
         "private": message.private,
         "has_tool_calls": bool(message.tool_calls),
         "created_at": message.created_at.isoformat(),
+        "agent_name": agent_name,
     }
 
 
@@ -108,6 +111,7 @@ class AgentService:
         prompts: Environment,
         memory_section: MemorySection | None = None,
         engine_factory: EngineFactory | None = None,
+        conclusions_queued: Callable[[], None] | None = None,
     ) -> None:
         self.db = db
         self.gateway = gateway
@@ -116,6 +120,7 @@ class AgentService:
         self.settings = settings
         self.prompts = prompts
         self.memory_section = memory_section
+        self.conclusions_queued = conclusions_queued
         self.engine_factory = engine_factory or self._default_engine
         self._engines: OrderedDict[int, ContextEngine] = OrderedDict()
         self._states: dict[int, _ConversationState] = {}
@@ -201,7 +206,7 @@ class AgentService:
         context = load_context(session, conversation.id, system_prompt)
         session.commit()
         if engine.should_compress_preflight(context):
-            context = await self._compact(session, conversation.id, engine, context)
+            context = await self._compact(session, conversation.id, customer.id, engine, context)
         for _ in range(MAX_TOOL_ROUNDS):
             response = await self._chat(conversation.id, context)
             if response.usage is not None:
@@ -221,7 +226,7 @@ class AgentService:
             context.append({**response.to_message(), "id": assistant.id})
             if not response.tool_calls:
                 if engine.should_compress():
-                    await self._compact(session, conversation.id, engine, context)
+                    await self._compact(session, conversation.id, customer.id, engine, context)
                 return
             if await self._run_tools(session, conversation, customer, response, context):
                 self._persist(
@@ -236,7 +241,7 @@ class AgentService:
                 self.broker.publish(conversation.id, "conversation.status", {"status": "needs_human"})
                 return
             if engine.should_compress():
-                context = await self._compact(session, conversation.id, engine, context)
+                context = await self._compact(session, conversation.id, customer.id, engine, context)
         raise TurnFailure(f"tool loop limit: no final answer after {MAX_TOOL_ROUNDS} rounds of tool calls")
 
     async def _chat(self, conversation_id: int, context: list[ChatMessage]) -> ChatResponse:
@@ -311,7 +316,12 @@ class AgentService:
         return handed_off
 
     async def _compact(
-        self, session: Session, conversation_id: int, engine: ContextEngine, context: list[ChatMessage]
+        self,
+        session: Session,
+        conversation_id: int,
+        customer_id: int,
+        engine: ContextEngine,
+        context: list[ChatMessage],
     ) -> list[ChatMessage]:
         try:
             result = await anyio.to_thread.run_sync(lambda: engine.compress(list(context)))
@@ -328,7 +338,19 @@ class AgentService:
             main_model=self.gateway.chat_model,
             cost_usd=cost,
         )
+        queued = []
+        if compaction is not None and result.key_decisions:
+            # Same transaction as the compaction: its conclusions are durable the moment it is.
+            queued = enqueue_key_decisions(
+                session,
+                customer_id=customer_id,
+                conversation_id=conversation_id,
+                decisions=result.key_decisions,
+                message_range=(compaction.first_message_id, compaction.last_message_id),
+            )
         session.commit()
+        if queued and self.conclusions_queued is not None:
+            self.conclusions_queued()
         for event in result.events:
             logger.info("context compaction in conversation %s: %s", conversation_id, event)
         if compaction is None:

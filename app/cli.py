@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
@@ -150,6 +151,62 @@ def _run_serve(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_OK
 
 
+# --- customer export / erase -----------------------------------------------------------------------------------
+
+
+def _add_customer_arguments(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    export = actions.add_parser("export", help="print everything memdesk holds about a customer as JSON")
+    export.add_argument("customer_id", type=int)
+    export.add_argument("--output", help="write the JSON to this file instead of standard output")
+    erase = actions.add_parser("erase", help="delete a customer's data and memories for good")
+    erase.add_argument("customer_id", type=int)
+    erase.add_argument("--yes", action="store_true", help="confirm the erasure (it cannot be undone)")
+
+
+def _run_customer(args: argparse.Namespace, settings: Settings) -> int:
+    import json
+
+    from app.main import memory_options
+    from app.privacy import CustomerNotFoundError, erase_customer, export_customer
+    from memory.store import CustomerMemory, MemoryStoreLockedError
+
+    if args.action == "erase" and not args.yes:
+        print("memdesk customer erase: this deletes the customer for good; add --yes to confirm.", file=sys.stderr)
+        return EXIT_FAILURE
+    url = settings.resolved_database_url
+    migrate(url)
+    try:
+        memory = CustomerMemory(memory_options(settings)) if settings.memory_enabled else None
+    except MemoryStoreLockedError as error:
+        print(
+            f"memdesk customer {args.action}: {error} While the server runs, use the admin API instead.",
+            file=sys.stderr,
+        )
+        return EXIT_FAILURE
+    engine = create_db_engine(url)
+    try:
+        with Session(engine) as session:
+            if args.action == "export":
+                data = json.dumps(export_customer(session, memory, args.customer_id), indent=2)
+                if args.output:
+                    Path(args.output).write_text(data + "\n")
+                    print(f"Wrote the export of customer {args.customer_id} to {args.output}.")
+                else:
+                    print(data)
+            else:
+                counts = erase_customer(session, memory, args.customer_id, actor="cli")
+                print(f"Erased customer {args.customer_id}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    except CustomerNotFoundError as error:
+        print(f"memdesk customer {args.action}: {error}", file=sys.stderr)
+        return EXIT_FAILURE
+    finally:
+        engine.dispose()
+        if memory is not None:
+            memory.close()
+    return EXIT_OK
+
+
 # --- the table ---------------------------------------------------------------------------------------------------
 
 COMMANDS: tuple[Command, ...] = (
@@ -165,6 +222,12 @@ COMMANDS: tuple[Command, ...] = (
         "run the support desk (and the embedded demo model when no LLM is configured)",
         _add_serve_arguments,
         _run_serve,
+    ),
+    Command(
+        "customer",
+        "export or erase one customer's data (database rows and memories)",
+        _add_customer_arguments,
+        _run_customer,
     ),
     # sync is added here by its issue.
 )

@@ -8,25 +8,53 @@ and may pass a ``gateway`` or ``engine_factory`` built for them.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import anyio
 from fastapi import FastAPI
+from sqlalchemy import Engine
 
 from app.agent import AgentService, EngineFactory, MemorySection
 from app.db import create_db_engine, upgrade
 from app.events import EventBroker
 from app.identity import VisitorTokens
 from app.llm import LLMGateway
+from app.memory_outbox import SqlOutboxRepository
+from app.memory_service import MemoryService
 from app.ratelimit import RateLimiter
-from app.routes import widget_api
+from app.routes import admin_api, widget_api
 from app.services import Services
 from app.settings import Settings, get_settings
 from app.tools import build_tool_registry
 from compression.summarizer import PROMPTS_DIR, prompt_environment
+from memory.config import EmbedderKind, MemoryOptions, VectorStoreKind
+from memory.store import CustomerMemory
 
 logger = logging.getLogger(__name__)
+
+
+def memory_options(settings: Settings) -> MemoryOptions:
+    key = settings.memory_embedding_api_key
+    return MemoryOptions(
+        data_dir=settings.data_dir,
+        vector_store=VectorStoreKind(settings.memory_store),
+        embedder=EmbedderKind(settings.memory_embedder),
+        embedding_model=settings.memory_embedding_model,
+        embedding_base_url=settings.memory_embedding_base_url,
+        embedding_api_key=key.get_secret_value() if key else None,
+        pgvector_url=settings.memory_pgvector_url,
+    )
+
+
+def build_memory_service(settings: Settings, db: Engine) -> MemoryService:
+    """Mem0 behind ``CustomerMemory`` plus the outbox deliverer (slow to build: run it off the event loop)."""
+    store = CustomerMemory(memory_options(settings))
+    store.warm_up()
+    return MemoryService(store, SqlOutboxRepository(db))
 
 
 def create_app(
@@ -45,6 +73,7 @@ def create_app(
         llm = gateway or LLMGateway.from_settings(config)
         tools = build_tool_registry(tools_config_path=config.tools_config_path)
         broker = EventBroker()
+        memory = await anyio.to_thread.run_sync(build_memory_service, config, db) if config.memory_enabled else None
         agent = AgentService(
             db=db,
             gateway=llm,
@@ -52,8 +81,9 @@ def create_app(
             broker=broker,
             settings=config,
             prompts=prompt_environment(PROMPTS_DIR),
-            memory_section=memory_section,
+            memory_section=memory_section or (memory.section if memory else None),
             engine_factory=engine_factory,
+            conclusions_queued=memory.kick if memory else None,
         )
         app.state.engine = db
         app.state.services = Services(
@@ -65,17 +95,26 @@ def create_app(
             agent=agent,
             visitor_tokens=VisitorTokens(config.secret_key.get_secret_value()),
             message_limiter=RateLimiter(config.visitor_messages_per_minute),
+            memory=memory,
         )
+        delivery = asyncio.get_running_loop().create_task(memory.run()) if memory else None
         try:
             yield
         finally:
             await agent.drain()
+            if delivery is not None:
+                delivery.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await delivery
+            if memory is not None:
+                memory.memory.close()
             await llm.aclose()
             tools.close()
             db.dispose()
 
     app = FastAPI(title="memdesk", lifespan=lifespan)
     app.include_router(widget_api.router)
+    app.include_router(admin_api.router)
 
     @app.get("/healthz", tags=["ops"])
     def healthz() -> dict[str, str]:

@@ -10,6 +10,7 @@ from app.agent import AgentService
 from app.events import EventBroker
 from app.identity import VisitorTokens
 from app.llm import LLMGateway
+from app.memory_service import MemoryService
 from app.ratelimit import RateLimiter
 from app.settings import Settings
 from app.tools import ToolRegistry
@@ -25,3 +26,4 @@ class Services:
     agent: AgentService
     visitor_tokens: VisitorTokens
     message_limiter: RateLimiter
+    memory: MemoryService | None = None

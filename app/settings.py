@@ -52,6 +52,16 @@ class Settings(BaseSettings):
     widget_identity_secret: SecretStr | None = None
     tools_config_path: Path | None = None
 
+    # Long-term memory (Mem0): embedded Qdrant + local MiniLM by default; pgvector and an embeddings endpoint at scale.
+    memory_enabled: bool = True
+    memory_store: Literal["qdrant", "pgvector"] = "qdrant"
+    memory_embedder: Literal["local", "openai", "hashing"] = "local"
+    memory_embedding_model: str = "text-embedding-3-small"
+    memory_embedding_base_url: str | None = None
+    memory_embedding_api_key: SecretStr | None = None
+    memory_pgvector_url: str | None = None
+    admin_token: SecretStr | None = None
+
     shop_name: str = "Acme Kitchen"
     reply_debounce_s: float = Field(default=0.3, ge=0, le=10)
 

@@ -62,5 +62,7 @@ class Conclusion(SQLModel, table=True):
     attempts: int = 0
     last_error: str | None = Field(default=None, sa_type=sa.Text)
     memory_id: str | None = Field(default=None, max_length=MEMORY_ID_LENGTH)
+    # When a failed delivery is tried again; None means as soon as possible.
+    next_attempt_at: datetime | None = Field(default=None, index=True)
     created_at: datetime = Field(default_factory=utc_now)
     delivered_at: datetime | None = None

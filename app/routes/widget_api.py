@@ -2,6 +2,12 @@
 
 Every route but ``POST /sessions`` needs a visitor token, and a customer only ever reaches their own conversations:
 another customer's conversation id answers 404 exactly like a missing one.
+
+On SQLite every transaction takes the write lock when it begins (``app.db``), and a ``SessionDep`` session is closed
+only after the response, on a worker thread the event loop has to schedule. The agent's turns run their short
+database steps on the event loop itself, so a route that left its transaction open would have a turn wait for a lock
+whose release waits for the turn (until the busy timeout fails the turn). Every route here therefore ends its
+transaction before it returns, reads included.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from app.deps import ServicesDep, SessionDep, VisitorDep
 from app.events import Event, SubscriptionClosed
 from app.identity import IdentityError, verify_shop_identity
 from app.models import (
+    Agent,
     Conversation,
     ConversationStatus,
     Customer,
@@ -67,13 +74,14 @@ class WidgetMessage(BaseModel):
     author: MessageAuthor
     content: str
     created_at: datetime
+    agent_name: str | None = Field(default=None, description="The human agent's display name on their messages")
 
 
 class MessageIn(BaseModel):
     content: str
 
 
-def _widget_message(message: Message) -> WidgetMessage:
+def _widget_message(message: Message, *, agent_name: str | None = None) -> WidgetMessage:
     assert message.id is not None
     return WidgetMessage(
         id=message.id,
@@ -81,6 +89,7 @@ def _widget_message(message: Message) -> WidgetMessage:
         author=message.author,
         content=message.content or "",
         created_at=message.created_at,
+        agent_name=agent_name if message.author == MessageAuthor.AGENT else None,
     )
 
 
@@ -98,6 +107,7 @@ def _widget_conversation(conversation: Conversation) -> WidgetConversation:
 def _own_conversation(session: Session, customer_id: int, conversation_id: int) -> Conversation:
     conversation = session.get(Conversation, conversation_id)
     if conversation is None or conversation.customer_id != customer_id:
+        session.rollback()  # ends the read transaction (see the module docstring)
         raise HTTPException(status.HTTP_404_NOT_FOUND, detail="Conversation not found.")
     return conversation
 
@@ -124,7 +134,7 @@ def start_session(body: SessionStart, session: SessionDep, services: ServicesDep
     if customer is None:
         customer = Customer(external_id=body.external_id, name=body.name, email=body.email)
         session.add(customer)
-        session.commit()
+    session.commit()  # also ends the read transaction of a returning customer
     assert customer.id is not None
     token = services.visitor_tokens.issue(customer.id)
     return SessionStarted(token=token, customer_id=customer.id, verified=customer.external_id is not None)
@@ -133,6 +143,7 @@ def start_session(body: SessionStart, session: SessionDep, services: ServicesDep
 @router.post("/conversations", response_model=WidgetConversation, status_code=status.HTTP_201_CREATED)
 def start_conversation(body: ConversationStart, visitor: VisitorDep, session: SessionDep) -> WidgetConversation:
     if session.get(Customer, visitor.customer_id) is None:
+        session.rollback()
         raise HTTPException(status.HTTP_401_UNAUTHORIZED, detail="Unknown visitor; start a new widget session.")
     conversation = Conversation(customer_id=visitor.customer_id, title=body.title)
     session.add(conversation)
@@ -149,7 +160,9 @@ def list_conversations(visitor: VisitorDep, session: SessionDep) -> list[WidgetC
         .where(Conversation.customer_id == visitor.customer_id)
         .order_by(col(Conversation.updated_at).desc())
     )
-    return [_widget_conversation(c) for c in session.exec(statement).all()]
+    conversations = session.exec(statement).all()
+    session.commit()
+    return [_widget_conversation(c) for c in conversations]
 
 
 @router.get("/conversations/{conversation_id}/messages", response_model=list[WidgetMessage])
@@ -158,11 +171,14 @@ def list_messages(
 ) -> list[WidgetMessage]:
     _own_conversation(session, visitor.customer_id, conversation_id)
     statement = (
-        select(Message)
+        select(Message, Agent.name)
+        .outerjoin(Agent, col(Agent.id) == col(Message.agent_id))
         .where(Message.conversation_id == conversation_id, col(Message.id) > after_id)
         .order_by(col(Message.id))
     )
-    return [_widget_message(m) for m in session.exec(statement).all() if is_customer_visible(m)]
+    rows = session.exec(statement).all()
+    session.commit()
+    return [_widget_message(m, agent_name=name) for m, name in rows if is_customer_visible(m)]
 
 
 @router.post(

@@ -76,6 +76,7 @@ def app_settings(tmp_path: Any, server: ScriptedLLMServer, **overrides: Any) -> 
         "secret_key": "test-secret-key-0123456789-abcdefghijklmnop",
         "widget_identity_secret": IDENTITY_SECRET,
         "reply_debounce_s": 0.0,
+        "memory_enabled": False,  # the memory tests (tests/memory) switch it on with the hashing embedder
         **overrides,
     }
     return Settings(**options)

@@ -1,0 +1,134 @@
+"""The conclusions outbox in the application's database: writing key decisions, and the repository the memory
+package's ``ConclusionOutbox`` delivers from."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import Engine, or_
+from sqlmodel import Session, col, select
+
+from app.models import Conclusion as ConclusionRow
+from app.models import ConclusionKind as RowKind
+from app.models import ConclusionSource as RowSource
+from app.models import OutboxStatus
+from compression import KeyDecision
+from memory.conclusions import Conclusion, ConclusionKind, ConclusionSource, content_hash
+from memory.outbox import PendingConclusion
+
+
+def memory_customer_id(customer_id: int) -> str:
+    """The id a customer has in long-term memory."""
+    return str(customer_id)
+
+
+def enqueue_key_decisions(
+    session: Session,
+    *,
+    customer_id: int,
+    conversation_id: int,
+    decisions: Sequence[KeyDecision],
+    message_range: tuple[int, int] | None,
+    source: RowSource = RowSource.COMPACTION,
+) -> list[ConclusionRow]:
+    """Add outbox rows for ``decisions`` to the caller's transaction; ones already queued are skipped."""
+    memory_id = memory_customer_id(customer_id)
+    wanted = {content_hash(memory_id, d.kind, d.text): d for d in decisions}
+    if not wanted:
+        return []
+    known = set(
+        session.exec(
+            select(ConclusionRow.content_hash).where(
+                ConclusionRow.customer_id == customer_id, col(ConclusionRow.content_hash).in_(list(wanted))
+            )
+        ).all()
+    )
+    rows = []
+    for digest, decision in wanted.items():
+        if digest in known:
+            continue
+        row = ConclusionRow(
+            customer_id=customer_id,
+            conversation_id=conversation_id,
+            kind=RowKind(decision.kind),
+            text=decision.text,
+            due_date=decision.due_date,
+            identifiers=list(decision.identifiers),
+            source=source,
+            source_message_first_id=message_range[0] if message_range else None,
+            source_message_last_id=message_range[1] if message_range else None,
+            content_hash=digest,
+        )
+        session.add(row)
+        rows.append(row)
+    return rows
+
+
+def to_conclusion(row: ConclusionRow) -> Conclusion:
+    first, last = row.source_message_first_id, row.source_message_last_id
+    return Conclusion(
+        customer_id=memory_customer_id(row.customer_id),
+        kind=ConclusionKind(row.kind.value),
+        text=row.text,
+        source=ConclusionSource(row.source.value),
+        due_date=row.due_date,
+        identifiers=tuple(row.identifiers),
+        conversation_id=row.conversation_id,
+        message_range=(first, last) if first is not None and last is not None else None,
+    )
+
+
+class SqlOutboxRepository:
+    """``memory.outbox.OutboxRepository`` on the ``conclusions`` table; every call is its own short transaction."""
+
+    def __init__(self, db: Engine) -> None:
+        self.db = db
+
+    def claim_due(self, now: datetime, limit: int) -> list[PendingConclusion]:
+        with Session(self.db, expire_on_commit=False) as session:
+            rows = session.exec(
+                select(ConclusionRow)
+                .where(
+                    ConclusionRow.status == OutboxStatus.PENDING,
+                    or_(col(ConclusionRow.next_attempt_at).is_(None), col(ConclusionRow.next_attempt_at) <= now),
+                )
+                .order_by(col(ConclusionRow.id))
+                .limit(limit)
+            ).all()
+            session.commit()
+        return [PendingConclusion(row.id, to_conclusion(row), row.attempts) for row in rows if row.id is not None]
+
+    def mark_delivered(self, row_id: int, memory_id: str, now: datetime) -> None:
+        with Session(self.db) as session:
+            row = session.get(ConclusionRow, row_id)
+            if row is not None:
+                row.status = OutboxStatus.DELIVERED
+                row.memory_id = memory_id
+                row.delivered_at = now
+                row.next_attempt_at = None
+                session.add(row)
+            session.commit()
+
+    def mark_failed(self, row_id: int, error: str, next_attempt_at: datetime | None) -> None:
+        with Session(self.db) as session:
+            row = session.get(ConclusionRow, row_id)
+            if row is not None:
+                row.attempts += 1
+                row.last_error = error
+                row.next_attempt_at = next_attempt_at
+                if next_attempt_at is None:
+                    row.status = OutboxStatus.FAILED
+                session.add(row)
+            session.commit()
+
+    def counts(self) -> dict[str, int]:
+        """Outbox rows per status (for health checks and the console)."""
+        from sqlalchemy import func
+
+        with Session(self.db) as session:
+            pairs = session.exec(
+                select(ConclusionRow.status, func.count()).group_by(col(ConclusionRow.status))
+            ).all()
+            session.commit()
+        return {str(status): int(count) for status, count in pairs}

@@ -1,0 +1,151 @@
+"""Mem0 configuration for memdesk: which vector store, which embedder, and an offline, telemetry-free process.
+
+Three setups, chosen by ``MemoryOptions``:
+
+- embedded (default): Qdrant in a local directory under the data dir, the local MiniLM embedder; fully offline.
+- production embeddings: the same store with an OpenAI-compatible embeddings endpoint.
+- scale: pgvector in PostgreSQL (several processes may share it).
+
+``prepare_environment`` must run before anything imports ``mem0``: Mem0 reads ``MEM0_TELEMETRY`` and ``MEM0_DIR``
+at import time, and with telemetry on it would phone home and fetch remote notices.
+
+Exception tree::
+
+    MemoryConfigError        the options are inconsistent, or mem0 was imported before memdesk configured it
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+EMBEDDING_DIMS = 384
+DEFAULT_COLLECTION = "memdesk_memories"
+OPENAI_EMBEDDING_MODEL = "text-embedding-3-small"
+# Mem0 insists on an LLM config even though memdesk only stores with infer=False; this one can never be reached.
+UNUSED_LLM_BASE_URL = "http://127.0.0.1:9/v1"
+UNUSED_API_KEY = "unused"
+EMBEDDED_THREADS = "1"
+
+
+class MemoryConfigError(RuntimeError):
+    """Mem0 cannot be configured as asked."""
+
+
+class VectorStoreKind(StrEnum):
+    QDRANT = "qdrant"
+    PGVECTOR = "pgvector"
+
+
+class EmbedderKind(StrEnum):
+    LOCAL = "local"  # MiniLM on this machine, no network
+    OPENAI = "openai"  # any OpenAI-compatible embeddings endpoint
+    HASHING = "hashing"  # deterministic feature hashing: tests and benchmarks of the store itself
+
+
+@dataclass(frozen=True)
+class MemoryOptions:
+    data_dir: Path
+    vector_store: VectorStoreKind = VectorStoreKind.QDRANT
+    collection: str = DEFAULT_COLLECTION
+    embedder: EmbedderKind = EmbedderKind.LOCAL
+    embedding_dims: int = EMBEDDING_DIMS
+    embedding_model: str = OPENAI_EMBEDDING_MODEL
+    embedding_base_url: str | None = None
+    embedding_api_key: str | None = None
+    pgvector_url: str | None = None  # postgresql://user:password@host:port/dbname
+
+    @property
+    def mem0_dir(self) -> Path:
+        return self.data_dir / "mem0"
+
+    @property
+    def qdrant_path(self) -> Path:
+        return self.data_dir / "memory-qdrant"
+
+    @property
+    def history_db_path(self) -> Path:
+        return self.data_dir / "memory-history.db"
+
+
+def prepare_environment(options: MemoryOptions) -> None:
+    """Switch Mem0's telemetry off and give it a private directory; refuse if mem0 is already imported with
+    telemetry on (then it is too late to switch it off)."""
+    os.environ["MEM0_TELEMETRY"] = "False"
+    os.environ.setdefault("MEM0_DIR", str(options.mem0_dir))
+    os.environ.setdefault("OMP_NUM_THREADS", EMBEDDED_THREADS)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    Path(os.environ["MEM0_DIR"]).mkdir(parents=True, exist_ok=True)
+    telemetry = sys.modules.get("mem0.memory.telemetry")
+    if telemetry is not None and getattr(telemetry, "MEM0_TELEMETRY", False):
+        raise MemoryConfigError(
+            "mem0 was imported before memdesk switched its telemetry off; import memory.store (not mem0) first."
+        )
+
+
+def _vector_store(options: MemoryOptions) -> dict[str, Any]:
+    if options.vector_store is VectorStoreKind.PGVECTOR:
+        if not options.pgvector_url:
+            raise MemoryConfigError("The pgvector store needs a PostgreSQL URL (MEMDESK_MEMORY_PGVECTOR_URL).")
+        return {
+            "provider": "pgvector",
+            "config": {
+                "connection_string": options.pgvector_url,
+                "collection_name": options.collection,
+                "embedding_model_dims": options.embedding_dims,
+                "hnsw": True,
+            },
+        }
+    options.qdrant_path.mkdir(parents=True, exist_ok=True)
+    return {
+        "provider": "qdrant",
+        "config": {
+            "path": str(options.qdrant_path),
+            "collection_name": options.collection,
+            "embedding_model_dims": options.embedding_dims,
+            "on_disk": True,
+        },
+    }
+
+
+def _embedder(options: MemoryOptions) -> dict[str, Any]:
+    if options.embedder is EmbedderKind.OPENAI:
+        if not options.embedding_base_url:
+            raise MemoryConfigError("The openai embedder needs MEMDESK_MEMORY_EMBEDDING_BASE_URL.")
+        return {
+            "provider": "openai",
+            "config": {
+                "model": options.embedding_model,
+                "api_key": options.embedding_api_key or UNUSED_API_KEY,
+                "openai_base_url": options.embedding_base_url,
+                "embedding_dims": options.embedding_dims,
+            },
+        }
+    # Local and hashing embedders are objects memdesk hands to Mem0 after construction (memory.embedders); this
+    # placeholder provider builds a client object only and is never called.
+    return {
+        "provider": "openai",
+        "config": {
+            "api_key": UNUSED_API_KEY,
+            "openai_base_url": UNUSED_LLM_BASE_URL,
+            "embedding_dims": options.embedding_dims,
+        },
+    }
+
+
+def mem0_config(options: MemoryOptions) -> dict[str, Any]:
+    """The ``Memory.from_config`` dictionary for ``options``."""
+    return {
+        "vector_store": _vector_store(options),
+        "embedder": _embedder(options),
+        "llm": {
+            "provider": "openai",
+            "config": {"api_key": UNUSED_API_KEY, "openai_base_url": UNUSED_LLM_BASE_URL, "model": "unused"},
+        },
+        "history_db_path": str(options.history_db_path),
+    }

@@ -1,0 +1,316 @@
+"""``CustomerMemory``: the only code in memdesk that talks to Mem0.
+
+Every call is scoped to one customer. Customer ids must match ``CUSTOMER_ID_PATTERN`` (so never ``*``, never empty),
+every call by memory id first checks that the memory belongs to that customer (Mem0's get/update/delete/history by
+id are not scoped), and every result is checked again before it leaves this module.
+
+Storing is memdesk's decision, not Mem0's (``add(infer=False)``): a conclusion is stored once per content hash; a
+newer conclusion of the same kind about the same identifier supersedes the older one (marked ``superseded``, kept
+for the record, no longer recalled); a memory a human edited is locked and never superseded automatically (the
+newer automatic conclusion is the one marked superseded); an edit keeps its history in Mem0's history table.
+
+The embedded store (Qdrant in a local directory) has one owner: one ``CustomerMemory`` per process, calls
+serialized by a lock, and a second process gets ``MemoryStoreLockedError`` saying what to do.
+
+Exception tree::
+
+    MemoryError_                 base (named so it does not shadow Python's MemoryError)
+    ├── InvalidCustomerIdError   the customer id is empty, a wildcard, or has characters outside the pattern
+    ├── MemoryNotFoundError      no such memory for this customer (also when it belongs to another customer)
+    └── MemoryStoreLockedError   another process owns the embedded store
+"""
+
+from __future__ import annotations
+
+import builtins
+import re
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, date, datetime
+from typing import Any
+
+from memory.conclusions import Conclusion, MemoryItem, MemoryStatus
+from memory.config import EmbedderKind, MemoryOptions, VectorStoreKind, mem0_config, prepare_environment
+
+CUSTOMER_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+RECALL_LIMIT = 8
+MAX_RECALL_LIMIT = 50
+LIST_LIMIT = 10_000
+SEARCH_THRESHOLD = 0.0
+
+
+class MemoryError_(Exception):
+    """Base of the errors ``CustomerMemory`` raises on purpose."""
+
+
+class InvalidCustomerIdError(MemoryError_, ValueError):
+    pass
+
+
+class MemoryNotFoundError(MemoryError_, LookupError):
+    pass
+
+
+class MemoryStoreLockedError(MemoryError_, RuntimeError):
+    pass
+
+
+def check_customer_id(customer_id: str) -> str:
+    if not isinstance(customer_id, str) or not CUSTOMER_ID_PATTERN.fullmatch(customer_id):
+        raise InvalidCustomerIdError(
+            f"Invalid customer id {customer_id!r}: use 1-64 letters, digits, '-' or '_', starting with a letter "
+            "or digit (no wildcards)."
+        )
+    return customer_id
+
+
+def _as_date(value: Any) -> date | None:
+    if isinstance(value, str) and value:
+        try:
+            return date.fromisoformat(value[:10])
+        except ValueError:
+            return None
+    return None
+
+
+def _item(raw: dict[str, Any], customer_id: str, history: Sequence[dict[str, Any]] = ()) -> MemoryItem:
+    metadata = dict(raw.get("metadata") or {})
+    return MemoryItem(
+        id=str(raw["id"]),
+        customer_id=customer_id,
+        text=str(raw.get("memory") or ""),
+        kind=metadata.get("kind"),
+        status=str(metadata.get("status") or MemoryStatus.ACTIVE.value),
+        locked=bool(metadata.get("locked")),
+        due_date=_as_date(metadata.get("due_date")),
+        identifiers=tuple(metadata.get("identifiers") or ()),
+        source=metadata.get("source"),
+        conversation_id=metadata.get("conversation_id"),
+        content_hash=metadata.get("content_hash"),
+        superseded_by=metadata.get("superseded_by"),
+        created_at=raw.get("created_at"),
+        updated_at=raw.get("updated_at"),
+        score=raw.get("score"),
+        metadata=metadata,
+        history=tuple(history),
+    )
+
+
+class CustomerMemory:
+    """Per-customer long-term memory on top of one Mem0 ``Memory``."""
+
+    def __init__(self, options: MemoryOptions, *, embedder: Any | None = None) -> None:
+        prepare_environment(options)
+        from mem0 import Memory  # only after prepare_environment: mem0 reads its settings at import
+
+        self.options = options
+        self._lock = threading.RLock()
+        try:
+            self._mem0 = Memory.from_config(mem0_config(options))
+        except RuntimeError as error:
+            if "already accessed by another instance" in str(error):
+                raise MemoryStoreLockedError(
+                    f"Another process already owns the embedded memory store at {options.qdrant_path}. Run a single "
+                    "memdesk server per data directory (the nightly sync runs inside it), stop the other process, "
+                    "or move memories to pgvector (MEMDESK_MEMORY_STORE=pgvector) to share them between processes."
+                ) from error
+            raise
+        chosen = embedder if embedder is not None else self._default_embedder(options)
+        if chosen is not None:
+            from memory.embedders import attach_embedder
+
+            attach_embedder(self._mem0, chosen)
+        self._embedder = chosen
+
+    @staticmethod
+    def _default_embedder(options: MemoryOptions) -> Any | None:
+        if options.embedder is EmbedderKind.OPENAI:
+            return None
+        from memory import embedders  # the embedder stack is heavy: load it only when it is used
+
+        if options.embedder is EmbedderKind.HASHING:
+            return embedders.HashingEmbedder(options.embedding_dims)
+        return embedders.local_embedder()
+
+    def warm_up(self) -> None:
+        """Load the embedding model now (at server start-up) instead of on the first customer's turn."""
+        load = getattr(self._embedder, "load", None)
+        if callable(load):
+            load()
+
+    @contextmanager
+    def _serialized(self) -> Iterator[None]:
+        # The embedded Qdrant store is plain Python state in this process; pgvector handles its own concurrency.
+        if self.options.vector_store is VectorStoreKind.QDRANT:
+            with self._lock:
+                yield
+        else:
+            yield
+
+    # -- reading ----------------------------------------------------------------------------------------------
+    def recall(self, customer_id: str, query: str, *, limit: int = RECALL_LIMIT) -> builtins.list[MemoryItem]:
+        """The customer's active memories most relevant to ``query``."""
+        check_customer_id(customer_id)
+        top_k = max(1, min(limit, MAX_RECALL_LIMIT))
+        with self._serialized():
+            found = self._mem0.search(
+                query or " ",
+                top_k=top_k * 2,
+                filters={"user_id": customer_id, "status": MemoryStatus.ACTIVE.value},
+                threshold=SEARCH_THRESHOLD,
+            )
+        items = [_item(raw, customer_id) for raw in found.get("results", []) if raw.get("user_id") == customer_id]
+        return [item for item in items if item.active][:top_k]
+
+    def active_promises(self, customer_id: str) -> builtins.list[MemoryItem]:
+        """Every promise to this customer that is still active, soonest due first."""
+        items = self._all(customer_id, kind="promise")
+        promises = [item for item in items if item.active]
+        return sorted(promises, key=lambda item: (item.due_date or date.max, item.text))
+
+    def list(self, customer_id: str) -> builtins.list[MemoryItem]:
+        """All of the customer's memories, active and superseded (expired promises excluded)."""
+        return self._all(customer_id)
+
+    def _all(self, customer_id: str, **filters: Any) -> builtins.list[MemoryItem]:
+        check_customer_id(customer_id)
+        with self._serialized():
+            found = self._mem0.get_all(filters={"user_id": customer_id, **filters}, top_k=LIST_LIMIT)
+        return [_item(raw, customer_id) for raw in found.get("results", []) if raw.get("user_id") == customer_id]
+
+    def _owned(self, customer_id: str, memory_id: str) -> dict[str, Any]:
+        check_customer_id(customer_id)
+        if not isinstance(memory_id, str) or not memory_id:
+            raise MemoryNotFoundError("No such memory for this customer.")
+        try:
+            raw = self._mem0.get(memory_id)
+        except Exception:  # a malformed id is a missing memory, whatever the store says
+            raw = None
+        if not raw or raw.get("user_id") != customer_id:
+            raise MemoryNotFoundError("No such memory for this customer.")
+        return dict(raw)
+
+    def get(self, customer_id: str, memory_id: str) -> MemoryItem:
+        with self._serialized():
+            return _item(self._owned(customer_id, memory_id), customer_id)
+
+    # -- writing ----------------------------------------------------------------------------------------------
+    def remember(self, conclusions: Sequence[Conclusion]) -> builtins.list[str]:
+        """Store each conclusion once (by content hash); returns the memory ids, existing or new."""
+        ids = []
+        for conclusion in conclusions:
+            check_customer_id(conclusion.customer_id)
+            with self._serialized():
+                ids.append(self._remember_one(conclusion))
+        return ids
+
+    def _remember_one(self, conclusion: Conclusion) -> str:
+        customer_id = conclusion.customer_id
+        existing = self._mem0.get_all(
+            filters={"user_id": customer_id, "content_hash": conclusion.content_hash}, top_k=1
+        ).get("results", [])
+        if existing:
+            return str(existing[0]["id"])
+        expiration = conclusion.expiration_date
+        added = self._mem0.add(
+            conclusion.text,
+            user_id=customer_id,
+            metadata=conclusion.metadata(),
+            infer=False,
+            expiration_date=expiration.isoformat() if expiration else None,
+        )
+        results = added.get("results", [])
+        if not results:
+            raise MemoryError_(f"Mem0 stored nothing for conclusion {conclusion.content_hash[:12]}.")
+        memory_id = str(results[0]["id"])
+        self._supersede(conclusion, memory_id)
+        return memory_id
+
+    def _supersede(self, conclusion: Conclusion, new_id: str) -> None:
+        """Mark older active memories of the same kind about the same identifiers as superseded by ``new_id``;
+        when one of them is locked (a human edited it), the human's version wins and ``new_id`` is superseded."""
+        if not conclusion.identifiers:
+            return
+        older = self._mem0.get_all(
+            filters={"user_id": conclusion.customer_id, "kind": conclusion.kind.value, "status": "active"},
+            top_k=LIST_LIMIT,
+        ).get("results", [])
+        wanted = set(conclusion.identifiers)
+        related = [
+            raw
+            for raw in older
+            if str(raw["id"]) != new_id
+            and raw.get("user_id") == conclusion.customer_id
+            and wanted & set((raw.get("metadata") or {}).get("identifiers") or ())
+        ]
+        locked = [raw for raw in related if (raw.get("metadata") or {}).get("locked")]
+        now = datetime.now(UTC).isoformat()
+        if locked:
+            self._mem0.update(
+                new_id,
+                metadata={"status": MemoryStatus.SUPERSEDED.value, "superseded_by": str(locked[0]["id"]),
+                          "superseded_at": now, "superseded_reason": "a human edited the memory it contradicts"},
+            )  # fmt: skip
+            return
+        for raw in related:
+            self._mem0.update(
+                str(raw["id"]),
+                metadata={"status": MemoryStatus.SUPERSEDED.value, "superseded_by": new_id, "superseded_at": now},
+            )
+
+    def edit(self, customer_id: str, memory_id: str, text: str, *, editor: str) -> MemoryItem:
+        """A human's correction: new text, locked against automatic changes; the old text stays in the history."""
+        if not text.strip():
+            raise ValueError("A memory cannot be edited to empty text; delete it instead.")
+        with self._serialized():
+            self._owned(customer_id, memory_id)
+            edited = {"locked": True, "edited_by": editor, "edited_at": datetime.now(UTC).isoformat()}
+            self._mem0.update(memory_id, text=text.strip(), metadata=edited)
+            return _item(self._owned(customer_id, memory_id), customer_id)
+
+    def delete(self, customer_id: str, memory_id: str) -> None:
+        with self._serialized():
+            self._owned(customer_id, memory_id)
+            self._mem0.delete(memory_id)
+
+    def history(self, customer_id: str, memory_id: str) -> builtins.list[dict[str, Any]]:
+        with self._serialized():
+            self._owned(customer_id, memory_id)
+            return [dict(row) for row in self._mem0.history(memory_id)]
+
+    # -- privacy ----------------------------------------------------------------------------------------------
+    def export_customer(self, customer_id: str) -> builtins.list[MemoryItem]:
+        """Every memory of the customer (expired ones too) with its full history."""
+        check_customer_id(customer_id)
+        with self._serialized():
+            found = self._mem0.get_all(filters={"user_id": customer_id}, top_k=LIST_LIMIT, show_expired=True)
+            raws = [raw for raw in found.get("results", []) if raw.get("user_id") == customer_id]
+            return [_item(raw, customer_id, self._mem0.history(str(raw["id"]))) for raw in raws]
+
+    def forget_customer(self, customer_id: str) -> int:
+        """Delete every memory of the customer, and Mem0's history rows about them; returns how many memories."""
+        check_customer_id(customer_id)
+        with self._serialized():
+            found = self._mem0.get_all(filters={"user_id": customer_id}, top_k=LIST_LIMIT, show_expired=True)
+            ids = [str(raw["id"]) for raw in found.get("results", []) if raw.get("user_id") == customer_id]
+            for memory_id in ids:
+                self._mem0.delete(memory_id)
+            self._erase_history(ids)
+            return len(ids)
+
+    def _erase_history(self, memory_ids: Sequence[str]) -> None:
+        history_db = self._mem0.db
+        with history_db._lock:  # Mem0's own lock around its SQLite connection
+            connection = history_db.connection
+            connection.executemany(
+                "DELETE FROM history WHERE memory_id = ?", [(memory_id,) for memory_id in memory_ids]
+            )
+            connection.commit()
+
+    def close(self) -> None:
+        with self._lock:
+            client = getattr(self._mem0.vector_store, "client", None)
+            if client is not None and hasattr(client, "close"):
+                client.close()
+            self._mem0.db.close()

@@ -1,0 +1,169 @@
+"""`memdesk customer export|erase`: everything about one customer, database rows and memories, and nothing else."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from sqlmodel import Session, select
+
+from app.cli import main
+from app.db import create_db_engine, migrate
+from app.models import (
+    AuditEvent,
+    Conclusion,
+    ConclusionKind,
+    ConclusionSource,
+    Conversation,
+    Customer,
+    Message,
+    MessageAuthor,
+    MessageRole,
+    Order,
+)
+from memory.conclusions import Conclusion as MemoryConclusion
+from memory.conclusions import ConclusionKind as MemoryKind
+from memory.conclusions import ConclusionSource as MemorySource
+from memory.store import CustomerMemory
+from tests.memory.conftest import hashing_options
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("MEMDESK_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("MEMDESK_MEMORY_EMBEDDER", "hashing")
+    monkeypatch.delenv("MEMDESK_DATABASE_URL", raising=False)
+    return tmp_path
+
+
+def _populate(data_dir: Path) -> tuple[int, int]:
+    url = f"sqlite:///{(data_dir / 'memdesk.db').resolve()}"
+    migrate(url)
+    engine = create_db_engine(url)
+    ids = []
+    with Session(engine) as session:
+        for name in ("Jane", "Other"):
+            customer = Customer(name=name, email=f"{name.lower()}@example.com")
+            session.add(customer)
+            session.flush()
+            assert customer.id is not None
+            conversation = Conversation(customer_id=customer.id)
+            session.add(conversation)
+            session.flush()
+            assert conversation.id is not None
+            session.add(
+                Message(
+                    conversation_id=conversation.id,
+                    role=MessageRole.USER,
+                    author=MessageAuthor.CUSTOMER,
+                    content=f"{name}'s secret address is 1 Main St",
+                )
+            )
+            session.add(
+                Conclusion(
+                    customer_id=customer.id,
+                    conversation_id=conversation.id,
+                    kind=ConclusionKind.FACT,
+                    text=f"{name} lives at 1 Main St",
+                    source=ConclusionSource.AGENT,
+                    content_hash=f"{name:0<64}",
+                )
+            )
+            session.add(
+                Order(
+                    number=f"#W{customer.id:07d}",
+                    customer_id=customer.id,
+                    total_cents=100,
+                    shipping_name=name,
+                    shipping_line1="1 Main St",
+                    shipping_city="X",
+                    shipping_postal_code="1",
+                    shipping_country="US",
+                )
+            )
+            session.add(
+                AuditEvent(
+                    actor="bot",
+                    action="order.cancelled",
+                    target_type="conversation",
+                    target_id=str(conversation.id),
+                    detail={"summary": f"{name} wants a refund"},
+                )
+            )
+            ids.append(customer.id)
+        session.commit()
+    engine.dispose()
+    store = CustomerMemory(hashing_options(data_dir))
+    for customer_id, name in zip(ids, ("Jane", "Other"), strict=True):
+        (memory_id,) = store.remember(
+            [MemoryConclusion(str(customer_id), MemoryKind.PREFERENCE, f"{name} prefers SMS", MemorySource.AGENT)]
+        )
+        store.edit(str(customer_id), memory_id, f"{name} prefers SMS after 6 pm", editor="agent:ann")
+    store.close()
+    return ids[0], ids[1]
+
+
+def test_export_contains_every_row_and_memory_of_the_customer(data_dir: Path) -> None:
+    jane, _ = _populate(data_dir)
+    out = data_dir / "export.json"
+    assert main(["customer", "export", str(jane), "--output", str(out)]) == 0
+    exported = json.loads(out.read_text())
+    assert exported["customer"]["name"] == "Jane"
+    assert [m["content"] for m in exported["messages"]] == ["Jane's secret address is 1 Main St"]
+    assert [c["text"] for c in exported["conclusions"]] == ["Jane lives at 1 Main St"]
+    assert [o["number"] for o in exported["orders"]] == [f"#W{jane:07d}"]
+    assert [e["detail"]["summary"] for e in exported["audit_events"]] == ["Jane wants a refund"]
+    (memory,) = exported["memories"]
+    assert memory["text"] == "Jane prefers SMS after 6 pm" and memory["locked"]
+    assert [h["event"] for h in memory["history"]] == ["ADD", "UPDATE"]
+    assert "Other" not in json.dumps(exported)
+
+
+def test_erase_removes_the_customer_everywhere_and_leaves_others_alone(
+    data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    jane, other = _populate(data_dir)
+    assert main(["customer", "erase", str(jane)]) == 1, "erasure needs --yes"
+    assert main(["customer", "erase", str(jane), "--yes"]) == 0
+    assert "Erased customer" in capsys.readouterr().out
+
+    dump = "\n".join(sqlite3.connect(data_dir / "memdesk.db").iterdump())
+    assert "Jane" not in dump and "jane@example.com" not in dump
+    assert "other@example.com" in dump and "Other''s secret address" in dump
+    store = CustomerMemory(hashing_options(data_dir))
+    try:
+        assert store.export_customer(str(jane)) == []
+        assert [m.text for m in store.list(str(other))] == ["Other prefers SMS after 6 pm"]
+    finally:
+        store.close()
+    history = "\n".join(sqlite3.connect(data_dir / "memory-history.db").iterdump())
+    assert "Jane" not in history and "Other prefers SMS" in history
+    engine = create_db_engine(f"sqlite:///{data_dir / 'memdesk.db'}")
+    with Session(engine) as session:
+        erased = session.exec(select(AuditEvent).where(AuditEvent.action == "customer.erased")).one()
+        assert erased.target_id == str(jane) and erased.detail == {}
+    engine.dispose()
+    assert main(["customer", "export", str(jane)]) == 1
+
+
+def test_the_cli_refuses_while_another_process_owns_the_memory_store(
+    data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    jane, _ = _populate(data_dir)
+    store = CustomerMemory(hashing_options(data_dir))
+    try:
+        import subprocess
+        import sys
+
+        result = subprocess.run(
+            [sys.executable, "-m", "app.cli", "customer", "export", str(jane)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        store.close()
+    assert result.returncode == 1
+    assert "While the server runs, use the admin API instead." in result.stderr
