@@ -168,3 +168,28 @@ def test_a_second_process_on_the_same_embedded_store_gets_a_clear_error(tmp_path
         store.close()
     assert "LOCKED: Another process already owns the embedded memory store" in result.stdout, result.stderr
     assert "pgvector" in result.stdout
+
+
+def test_recall_with_the_local_minilm_embedder_finds_memories_by_meaning(tmp_path: Path) -> None:
+    pytest.importorskip("onnxruntime", reason="the local embedder's runtime is not installed")
+    from memory.config import EmbedderKind, MemoryOptions
+
+    store = CustomerMemory(MemoryOptions(data_dir=tmp_path, embedder=EmbedderKind.LOCAL))
+    try:
+        store.warm_up()
+        store.remember(
+            [
+                preference("21", "Customer prefers SMS over email for delivery updates"),
+                promise("21", f"Refund of $42.10 for order #W2378156 by {SOON}", "#W2378156"),
+                preference("21", "Customer is vegetarian and dislikes leather products"),
+            ]
+        )
+        by_meaning = {
+            "what is their preferred way to get delivery updates?": "SMS",
+            "when will I get my money back?": "Refund",
+            "would they like the leather wallet?": "leather",
+        }
+        for query, expected in by_meaning.items():
+            assert expected in store.recall("21", query, limit=1)[0].text, query
+    finally:
+        store.close()
