@@ -135,6 +135,7 @@ def _run_serve(args: argparse.Namespace, settings: Settings) -> int:
             return EXIT_FAILURE
     base = f"http://{host}:{port}"
     print(f"\nmemdesk is running at {base}")
+    print(f"  demo shop:     {base}/demo   <- open this to chat through the widget")
     print(f"  API docs:      {base}/docs")
     print(f"  health:        {base}/healthz")
     print(f"  widget API:    {base}/api/widget/")

@@ -16,6 +16,7 @@ from contextlib import asynccontextmanager
 
 import anyio
 from fastapi import FastAPI
+from fastapi.middleware.cors import CORSMiddleware
 from sqlalchemy import Engine
 
 from app.agent import AgentService, EngineFactory, MemorySection
@@ -26,7 +27,7 @@ from app.llm import LLMGateway
 from app.memory_outbox import SqlOutboxRepository
 from app.memory_service import MemoryService
 from app.ratelimit import RateLimiter
-from app.routes import admin_api, widget_api
+from app.routes import admin_api, widget_api, widget_pages
 from app.services import Services
 from app.settings import Settings, get_settings
 from app.tools import build_tool_registry
@@ -64,9 +65,10 @@ def create_app(
     engine_factory: EngineFactory | None = None,
     memory_section: MemorySection | None = None,
 ) -> FastAPI:
+    config = settings or get_settings()
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        config = settings or get_settings()
         config.data_dir.mkdir(parents=True, exist_ok=True)
         db = create_db_engine(config.resolved_database_url)
         upgrade(db)
@@ -113,7 +115,17 @@ def create_app(
             db.dispose()
 
     app = FastAPI(title="memdesk", lifespan=lifespan)
+    # The widget runs on the shop's pages, another origin: let it call the customer API (bearer tokens, no cookies).
+    app.add_middleware(
+        CORSMiddleware,
+        allow_origins=config.widget_allowed_origins,
+        allow_methods=["GET", "POST"],
+        allow_headers=["Authorization", "Content-Type", "Last-Event-ID"],
+        expose_headers=["Retry-After"],
+        allow_credentials=False,
+    )
     app.include_router(widget_api.router)
+    app.include_router(widget_pages.router)
     app.include_router(admin_api.router)
 
     @app.get("/healthz", tags=["ops"])

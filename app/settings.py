@@ -48,6 +48,8 @@ class Settings(BaseSettings):
     max_reply_tokens: int = Field(default=800, ge=16)
     model_prices: dict[str, ModelPrice] = Field(default_factory=dict)
 
+    # Origins of the shop pages that embed the widget ("*" is fine: the API uses bearer tokens, not cookies).
+    widget_allowed_origins: list[str] = Field(default_factory=lambda: ["*"])
     secret_key: SecretStr = SecretStr(PLACEHOLDER_SECRET)
     widget_identity_secret: SecretStr | None = None
     tools_config_path: Path | None = None

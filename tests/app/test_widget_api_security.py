@@ -115,3 +115,19 @@ def test_visitors_are_rate_limited_per_minute(tmp_path: Any, scripted_server: Sc
         ok = other.post(f"/api/widget/conversations/{other_conversation}/messages", json={"content": "hi"})
         assert ok.status_code == 202
         live.wait_for_reply(conversation_id)
+
+
+def test_the_widget_api_answers_cross_origin_requests_from_shop_pages(live_app: LiveApp) -> None:
+    preflight = live_app.client().options(
+        "/api/widget/sessions",
+        headers={
+            "Origin": "https://shop.example",
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "content-type",
+        },
+    )
+    assert preflight.status_code == 200
+    assert preflight.headers["access-control-allow-origin"] in ("*", "https://shop.example")
+    started = live_app.client().post("/api/widget/sessions", json={}, headers={"Origin": "https://shop.example"})
+    assert started.status_code == 201 and "access-control-allow-origin" in started.headers
+    assert "access-control-allow-credentials" not in started.headers
