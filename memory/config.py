@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 EMBEDDING_DIMS = 384
 DEFAULT_COLLECTION = "memdesk_memories"
@@ -88,6 +89,15 @@ def prepare_environment(options: MemoryOptions) -> None:
         )
 
 
+def with_custom_plans(url: str) -> str:
+    """``url`` with ``plan_cache_mode=force_custom_plan``: Mem0 passes the JSON key of every filter as a parameter,
+    and a cached generic plan for such a statement cannot use the customer-id index (``CustomerMemory``)."""
+    parts = urlsplit(url)
+    query = dict(parse_qsl(parts.query))
+    query.setdefault("options", "-c plan_cache_mode=force_custom_plan")
+    return urlunsplit(parts._replace(query=urlencode(query, quote_via=quote)))
+
+
 def _vector_store(options: MemoryOptions) -> dict[str, Any]:
     if options.vector_store is VectorStoreKind.PGVECTOR:
         if not options.pgvector_url:
@@ -95,7 +105,7 @@ def _vector_store(options: MemoryOptions) -> dict[str, Any]:
         return {
             "provider": "pgvector",
             "config": {
-                "connection_string": options.pgvector_url,
+                "connection_string": with_custom_plans(options.pgvector_url),
                 "collection_name": options.collection,
                 "embedding_model_dims": options.embedding_dims,
                 "hnsw": True,
