@@ -6,7 +6,9 @@ Three processes on one machine: this one drives the sessions (httpx over HTTP, r
 conversation's server-sent events), one runs memdesk (uvicorn, SQLite in a temporary directory, the real ``openai``
 client), and one runs the scripted OpenAI-compatible server answering every chat request at once. A turn is timed
 from sending the customer's message to receiving the bot's reply event, so the figures are memdesk's own overhead:
-HTTP, persistence, context building, the streamed LLM call, tool-free reply handling and live events.
+HTTP, persistence, context building, the streamed LLM call, tool-free reply handling and live events. It runs
+twice: with long-term memory off (the chat core alone) and on (the default: a recall, with the local embedder, on
+every turn); the top-level figures are the memory-off run at two concurrent sessions.
 """
 
 from __future__ import annotations
@@ -141,8 +143,9 @@ async def _drive(base_url: str, sessions: int, turns: int) -> dict[str, Any]:
     }
 
 
-def run(sweep: tuple[int, ...] = SWEEP, turns_per_run: int = TURNS_PER_RUN) -> dict[str, Any]:
-    """One memdesk server; a run per concurrency level, each with about ``turns_per_run`` turns."""
+def run(sweep: tuple[int, ...] = SWEEP, turns_per_run: int = TURNS_PER_RUN, *, memory: bool = False) -> dict[str, Any]:
+    """One memdesk server; a run per concurrency level, each with about ``turns_per_run`` turns. ``memory`` switches
+    long-term memory on (the default local MiniLM embedder and the embedded Qdrant store, recall on every turn)."""
     llm_port, app_port = _free_port(), _free_port()
     llm = multiprocessing.get_context("spawn").Process(target=_run_scripted_server, args=(llm_port,), daemon=True)
     llm.start()
@@ -158,6 +161,7 @@ def run(sweep: tuple[int, ...] = SWEEP, turns_per_run: int = TURNS_PER_RUN) -> d
             "MEMDESK_ACCESS_LOG": "false",
             "MEMDESK_VISITOR_MESSAGES_PER_MINUTE": "100000",
             "MEMDESK_SECRET_KEY": "benchmark-secret-key-0123456789abcdef",
+            "MEMDESK_MEMORY_ENABLED": "true" if memory else "false",
         }
         command = [sys.executable, "-m", "app.cli", "serve", "--port", str(app_port)]
         if os.environ.get("MEMDESK_BENCH_PROFILE"):
@@ -191,6 +195,7 @@ def run(sweep: tuple[int, ...] = SWEEP, turns_per_run: int = TURNS_PER_RUN) -> d
         **{key: headline[key] for key in ("sessions", "turns_per_s", "p50_ms", "p95_ms", "errors")},
         "errors": sum(r["errors"] for r in runs),
         "sweep": runs,
+        "memory": "on: local MiniLM embedder, embedded Qdrant, recall every turn" if memory else "off",
         "llm": "scripted OpenAI-compatible server in its own process, instant streamed replies",
     }
 
@@ -200,8 +205,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--sessions", type=int, nargs="+", default=list(SWEEP), help="concurrency levels to run")
     parser.add_argument("--turns", type=int, default=TURNS_PER_RUN, help="turns per concurrency level")
+    parser.add_argument("--memory", choices=("off", "on", "both"), default="both", help="long-term memory recall")
     args = parser.parse_args(argv)
-    result = run(tuple(args.sessions), args.turns)
+    modes = {"off": [False], "on": [True], "both": [False, True]}[args.memory]
+    results = {
+        ("memory_on" if mode else "memory_off"): run(tuple(args.sessions), args.turns, memory=mode) for mode in modes
+    }
+    first = next(iter(results.values()))
+    result = {**{key: first[key] for key in ("sessions", "turns_per_s", "p50_ms", "p95_ms", "errors")}, **results}
     print(json.dumps(result) if args.json else json.dumps(result, indent=2))
     return 0
 
