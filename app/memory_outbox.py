@@ -10,8 +10,6 @@ from sqlalchemy import Engine, or_
 from sqlmodel import Session, col, select
 
 from app.models import Conclusion as ConclusionRow
-from app.models import ConclusionKind as RowKind
-from app.models import ConclusionSource as RowSource
 from app.models import OutboxStatus
 from compression import KeyDecision
 from memory.conclusions import Conclusion, ConclusionKind, ConclusionSource, content_hash
@@ -30,7 +28,7 @@ def enqueue_key_decisions(
     conversation_id: int,
     decisions: Sequence[KeyDecision],
     message_range: tuple[int, int] | None,
-    source: RowSource = RowSource.COMPACTION,
+    source: ConclusionSource = ConclusionSource.COMPACTION,
 ) -> list[ConclusionRow]:
     """Add outbox rows for ``decisions`` to the caller's transaction; ones already queued are skipped."""
     memory_id = memory_customer_id(customer_id)
@@ -51,7 +49,7 @@ def enqueue_key_decisions(
         row = ConclusionRow(
             customer_id=customer_id,
             conversation_id=conversation_id,
-            kind=RowKind(decision.kind),
+            kind=ConclusionKind(decision.kind),
             text=decision.text,
             due_date=decision.due_date,
             identifiers=list(decision.identifiers),
@@ -69,9 +67,9 @@ def to_conclusion(row: ConclusionRow) -> Conclusion:
     first, last = row.source_message_first_id, row.source_message_last_id
     return Conclusion(
         customer_id=memory_customer_id(row.customer_id),
-        kind=ConclusionKind(row.kind.value),
+        kind=row.kind,
         text=row.text,
-        source=ConclusionSource(row.source.value),
+        source=row.source,
         due_date=row.due_date,
         identifiers=tuple(row.identifiers),
         conversation_id=row.conversation_id,

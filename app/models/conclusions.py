@@ -17,21 +17,12 @@ from sqlmodel import Field, SQLModel
 
 from app.models.base import enum_type, json_type, utc_now
 
+# One definition of what a conclusion can be, shared with the memory package (app depends on memory, not back).
+from memory.conclusions import ConclusionKind as ConclusionKind
+from memory.conclusions import ConclusionSource as ConclusionSource
+
 CONTENT_HASH_LENGTH = 64  # a SHA-256 hex digest
 MEMORY_ID_LENGTH = 128
-
-
-class ConclusionKind(StrEnum):
-    DECISION = "decision"
-    PROMISE = "promise"
-    PREFERENCE = "preference"
-    FACT = "fact"
-
-
-class ConclusionSource(StrEnum):
-    COMPACTION = "compaction"
-    NIGHTLY_SYNC = "nightly_sync"
-    AGENT = "agent"
 
 
 class OutboxStatus(StrEnum):
