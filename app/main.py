@@ -13,6 +13,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio
 from fastapi import FastAPI
@@ -129,7 +130,16 @@ def create_app(
     app.include_router(admin_api.router)
 
     @app.get("/healthz", tags=["ops"])
-    def healthz() -> dict[str, str]:
-        return {"status": "ok"}
+    def healthz() -> dict[str, Any]:
+        """Liveness, plus the conclusions outbox per status and the deliverer's counters when memory is on."""
+        services: Services | None = getattr(app.state, "services", None)
+        if services is None or services.memory is None:
+            return {"status": "ok"}
+        outbox = services.memory.outbox
+        return {
+            "status": "ok",
+            "outbox": services.memory.repository.counts(),
+            "deliveries": {"delivered": outbox.delivered_total, "failed": outbox.failed_total},
+        }
 
     return app
