@@ -34,11 +34,9 @@ Exception tree::
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import json
 import logging
-import threading
 import uuid
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -55,6 +53,8 @@ from openai.types.chat import (
 )
 from pydantic import SecretStr
 
+from app.llm_usage import ModelUsage as ModelUsage  # re-exported: part of the gateway's interface
+from app.llm_usage import UsageLedger
 from app.settings import ModelPrice, Settings
 from compression.types import Completion, Message, Usage
 
@@ -194,79 +194,6 @@ class ChatResponse:
         if self.tool_calls:
             message["tool_calls"] = [call.to_message_part() for call in self.tool_calls]
         return message
-
-
-# --- usage ledger -----------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ModelUsage:
-    """Totals for one model: ``requests`` answered, ``failures`` raised, tokens and cost in US dollars."""
-
-    model: str
-    requests: int = 0
-    failures: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0
-
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
-
-class UsageLedger:
-    """Thread-safe per-model token and cost totals, keyed by the model name memdesk asked for.
-
-    Prices are looked up by that name first, then by the name the endpoint answered with; an unpriced model
-    costs 0. Calls answered without usage count as requests with no tokens.
-    """
-
-    def __init__(self, prices: Mapping[str, ModelPrice] | None = None) -> None:
-        self._prices = dict(prices or {})
-        self._lock = threading.Lock()
-        self._totals: dict[str, ModelUsage] = {}
-
-    def record(self, model: str, usage: Usage | None, *, answered_by: str | None = None) -> ModelUsage:
-        prompt = usage.prompt_tokens if usage else 0
-        completion = usage.completion_tokens if usage else 0
-        price = self._prices.get(model) or (self._prices.get(answered_by) if answered_by else None)
-        cost = price.cost(prompt, completion) if price else 0.0
-        with self._lock:
-            current = self._totals.get(model, ModelUsage(model))
-            updated = dataclasses.replace(
-                current,
-                requests=current.requests + 1,
-                prompt_tokens=current.prompt_tokens + prompt,
-                completion_tokens=current.completion_tokens + completion,
-                cost_usd=current.cost_usd + cost,
-            )
-            self._totals[model] = updated
-        return updated
-
-    def record_failure(self, model: str) -> ModelUsage:
-        with self._lock:
-            current = self._totals.get(model, ModelUsage(model))
-            updated = dataclasses.replace(current, failures=current.failures + 1)
-            self._totals[model] = updated
-        return updated
-
-    def get(self, model: str) -> ModelUsage:
-        with self._lock:
-            return self._totals.get(model, ModelUsage(model))
-
-    def snapshot(self) -> dict[str, ModelUsage]:
-        with self._lock:
-            return dict(self._totals)
-
-    @property
-    def total_cost_usd(self) -> float:
-        with self._lock:
-            return sum(usage.cost_usd for usage in self._totals.values())
-
-    def reset(self) -> None:
-        with self._lock:
-            self._totals.clear()
 
 
 # --- gateway ----------------------------------------------------------------------------------------------
