@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import Engine, or_
+from sqlalchemy import Engine, func, or_
 from sqlmodel import Session, col, select
 
 from app.models import Conclusion as ConclusionRow
@@ -122,8 +122,6 @@ class SqlOutboxRepository:
 
     def counts(self) -> dict[str, int]:
         """Outbox rows per status (for health checks and the console)."""
-        from sqlalchemy import func
-
         with Session(self.db) as session:
             pairs = session.exec(
                 select(ConclusionRow.status, func.count()).group_by(col(ConclusionRow.status))

@@ -174,7 +174,7 @@ class CustomerMemory:
         with self._serialized():
             found = self._mem0.search(
                 query or " ",
-                top_k=top_k * 2,
+                top_k=top_k,
                 filters={"user_id": customer_id, "status": MemoryStatus.ACTIVE.value},
                 threshold=SEARCH_THRESHOLD,
             )

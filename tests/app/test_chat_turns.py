@@ -15,7 +15,7 @@ from app.agent import FALLBACK_REPLY, MAX_TOOL_ROUNDS
 from app.models import Conversation, ConversationStatus, MessageAuthor, MessageRole, OrderStatus
 from app.scripted_llm import Fault, ScriptedLLMServer, ScriptedReply, ScriptedToolCall
 from tests.app.conftest import CHAT_MODEL, app_settings
-from tests.app.live_app import LiveApp, add_customer_with_order, run_live_app, sse_events
+from tests.app.live_app import LiveApp, add_customer_with_order, free_port, run_live_app, sse_events
 
 
 def test_tool_call_result_and_final_answer_are_persisted_in_order(
@@ -176,29 +176,12 @@ def test_llm_failure_keeps_the_message_answers_with_a_fallback_and_asks_for_a_hu
 
 
 def test_unreachable_llm_endpoint_fails_gracefully(tmp_path: Any, scripted_server: ScriptedLLMServer) -> None:
-    with socket_on_closed_port() as url:
-        settings = app_settings(tmp_path, scripted_server, llm_base_url=url)
-        for live in run_live_app(settings):
-            client, _ = live.visitor()
-            conversation_id = live.conversation(client)
-            client.post(f"/api/widget/conversations/{conversation_id}/messages", json={"content": "anyone?"})
-            _assert_failed_gracefully(live, conversation_id, "anyone?")
-
-
-class socket_on_closed_port:
-    """A base URL on a port nothing listens on (bound, then closed)."""
-
-    def __enter__(self) -> str:
-        import socket
-
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-        sock.close()
-        return f"http://127.0.0.1:{port}/v1"
-
-    def __exit__(self, *exc: object) -> None:
-        return None
+    settings = app_settings(tmp_path, scripted_server, llm_base_url=f"http://127.0.0.1:{free_port()}/v1")
+    for live in run_live_app(settings):
+        client, _ = live.visitor()
+        conversation_id = live.conversation(client)
+        client.post(f"/api/widget/conversations/{conversation_id}/messages", json={"content": "anyone?"})
+        _assert_failed_gracefully(live, conversation_id, "anyone?")
 
 
 def test_endless_tool_calls_hit_the_loop_limit_and_fail_gracefully(

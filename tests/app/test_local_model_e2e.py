@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,22 +11,15 @@ import pytest
 from app.local_model import LocalModelServer
 from app.models import MessageAuthor
 from app.settings import EMBEDDED_CHAT_MODEL, Settings
-from tests.app.live_app import LiveApp, run_live_app
+from tests.app.live_app import LiveApp, free_port, run_live_app
 
 pytest.importorskip("llama_cpp", reason="the local-model extra is not installed")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @pytest.fixture(scope="module")
 def local_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalModelServer]:
     log = tmp_path_factory.mktemp("local-model") / "server.log"
-    with LocalModelServer(port=_free_port(), threads=2, context_length=8192, log_path=Path(log)) as server:
+    with LocalModelServer(port=free_port(), threads=2, context_length=8192, log_path=Path(log)) as server:
         yield server
 
 
