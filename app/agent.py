@@ -23,7 +23,7 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -430,6 +430,13 @@ class AgentService:
         else:
             self._engines.move_to_end(conversation_id)
         return engine
+
+    def forget_conversations(self, conversation_ids: Sequence[int]) -> None:
+        """Drop the context engines and scheduling state of erased conversations (a running turn finds the
+        conversation gone and stops)."""
+        for conversation_id in conversation_ids:
+            self._engines.pop(conversation_id, None)
+            self._states.pop(conversation_id, None)
 
     def _default_engine(self) -> ContextEngine:
         return ContextCompressor(

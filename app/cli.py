@@ -158,10 +158,10 @@ def _run_serve(args: argparse.Namespace, settings: Settings) -> int:
 def _add_customer_arguments(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     export = actions.add_parser("export", help="print everything memdesk holds about a customer as JSON")
-    export.add_argument("customer_id", type=int)
+    export.add_argument("customer", help="the customer's public id (cus_…), the shop's customer id, or the internal id")
     export.add_argument("--output", help="write the JSON to this file instead of standard output")
     erase = actions.add_parser("erase", help="delete a customer's data and memories for good")
-    erase.add_argument("customer_id", type=int)
+    erase.add_argument("customer", help="the customer's public id (cus_…), the shop's customer id, or the internal id")
     erase.add_argument("--yes", action="store_true", help="confirm the erasure (it cannot be undone)")
 
 
@@ -169,7 +169,7 @@ def _run_customer(args: argparse.Namespace, settings: Settings) -> int:
     import json
 
     from app.main import memory_options
-    from app.privacy import CustomerNotFoundError, erase_customer, export_customer
+    from app.privacy import CustomerNotFoundError, erase_customer, export_customer, find_customer
     from memory.store import CustomerMemory, MemoryStoreLockedError
 
     if args.action == "erase" and not args.yes:
@@ -188,16 +188,17 @@ def _run_customer(args: argparse.Namespace, settings: Settings) -> int:
     engine = create_db_engine(url)
     try:
         with Session(engine) as session:
+            customer = find_customer(session, args.customer, allow_internal_id=True)
             if args.action == "export":
-                data = json.dumps(export_customer(session, memory, args.customer_id), indent=2)
+                data = json.dumps(export_customer(session, memory, customer), indent=2)
                 if args.output:
                     Path(args.output).write_text(data + "\n")
-                    print(f"Wrote the export of customer {args.customer_id} to {args.output}.")
+                    print(f"Wrote the export of customer {args.customer} to {args.output}.")
                 else:
                     print(data)
             else:
-                counts = erase_customer(session, memory, args.customer_id, actor="cli")
-                print(f"Erased customer {args.customer_id}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+                counts = erase_customer(session, memory, customer, actor="cli").counts
+                print(f"Erased customer {args.customer}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
     except CustomerNotFoundError as error:
         print(f"memdesk customer {args.action}: {error}", file=sys.stderr)
         return EXIT_FAILURE

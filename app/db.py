@@ -13,7 +13,7 @@ builds the configuration in code.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -117,18 +117,43 @@ def migrate(url: str, *, revision: str = "head") -> None:
 
 def upgrade(engine: Engine, *, revision: str = "head") -> None:
     """Like ``migrate`` but on an existing engine (tests, or an app that already built one)."""
-    config = alembic_config()
-    with engine.begin() as connection:
-        config.attributes[CONNECTION_ATTRIBUTE] = connection
-        command.upgrade(config, revision)
+    _run_migrations(engine, lambda config: command.upgrade(config, revision))
 
 
 def downgrade(engine: Engine, *, revision: str) -> None:
     """Downgrade the database to ``revision`` (``"base"`` removes every table)."""
+    _run_migrations(engine, lambda config: command.downgrade(config, revision))
+
+
+def _run_migrations(engine: Engine, run: Callable[[Config], None]) -> None:
+    """Run alembic on one connection in one transaction.
+
+    On SQLite, some migrations rebuild a table (copy, drop, rename); with foreign keys on, dropping the old table
+    would cascade into every table that references it. SQLite's own procedure for schema changes is followed:
+    foreign keys off (only possible outside a transaction), the change, a foreign-key check, foreign keys on.
+    """
     config = alembic_config()
-    with engine.begin() as connection:
-        config.attributes[CONNECTION_ATTRIBUTE] = connection
-        command.downgrade(config, revision)
+    with engine.connect() as connection:
+        sqlite = connection.dialect.name == "sqlite"
+        if sqlite:
+            _sqlite_foreign_keys(connection, enabled=False)
+        try:
+            with connection.begin():
+                config.attributes[CONNECTION_ATTRIBUTE] = connection
+                run(config)
+                if sqlite and connection.exec_driver_sql("PRAGMA foreign_key_check").first() is not None:
+                    raise RuntimeError("The migration left rows that break a foreign key; it was rolled back.")
+        finally:
+            if sqlite:
+                _sqlite_foreign_keys(connection, enabled=True)
+
+
+def _sqlite_foreign_keys(connection: Connection, *, enabled: bool) -> None:
+    # On the driver connection itself: it is in autocommit mode (see _set_sqlite_pragmas), so this runs outside any
+    # transaction, the only place where SQLite honours it.
+    driver = connection.connection.driver_connection
+    assert driver is not None
+    driver.execute(f"PRAGMA foreign_keys={'ON' if enabled else 'OFF'}")
 
 
 def current_revision(engine: Engine) -> str | None:

@@ -7,20 +7,26 @@ from an earlier server process, or is older than the history kept, the client ge
 reload the message list instead.
 
 Publishing happens on the event loop thread; each subscriber has a bounded queue, and a subscriber that falls that
-far behind is disconnected (it resumes from its last id).
+far behind is disconnected (it resumes from its last id). Channels without subscribers are evicted, oldest first,
+past ``MAX_IDLE_CHANNELS``. ``forget`` drops a conversation's channel at once: its history and its open streams
+(erasure must not leave a replayable copy of the erased messages).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 import secrets
-from collections import deque
+from collections import OrderedDict, deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 HISTORY_PER_CONVERSATION = 512
 SUBSCRIBER_QUEUE_SIZE = 2_048
+MAX_IDLE_CHANNELS = 10_000
+_EVENT_ID = re.compile(r"([0-9a-f]{1,16}):([0-9]{1,18})")
 
 
 @dataclass(frozen=True)
@@ -35,8 +41,10 @@ class Event:
     def id(self) -> str:
         return f"{self.boot}:{self.sequence}"
 
-    def to_sse(self) -> str:
-        return f"id: {self.id}\nevent: {self.type}\ndata: {json.dumps(self.data, default=str)}\n\n"
+    def to_sse(self, data: dict[str, Any] | None = None) -> str:
+        """The event as a server-sent-events frame; ``data`` replaces the event's own data (a client's view)."""
+        payload = json.dumps(self.data if data is None else data, default=str)
+        return f"id: {self.id}\nevent: {self.type}\ndata: {payload}\n\n"
 
 
 @dataclass
@@ -47,12 +55,41 @@ class _Channel:
 
 
 class EventBroker:
-    def __init__(self) -> None:
+    def __init__(self, *, max_idle_channels: int = MAX_IDLE_CHANNELS) -> None:
         self.boot = secrets.token_hex(4)
-        self._channels: dict[int, _Channel] = {}
+        self.max_idle_channels = max_idle_channels
+        self._channels: OrderedDict[int, _Channel] = OrderedDict()
+
+    def _channel(self, conversation_id: int) -> _Channel:
+        channel = self._channels.get(conversation_id)
+        if channel is None:
+            channel = self._channels[conversation_id] = _Channel()
+            self._evict_idle()
+        else:
+            self._channels.move_to_end(conversation_id)
+        return channel
+
+    def _evict_idle(self) -> None:
+        excess = len(self._channels) - self.max_idle_channels
+        if excess <= 0:
+            return
+        idle = [key for key, channel in self._channels.items() if not channel.subscribers][:excess]
+        for key in idle:
+            del self._channels[key]
+
+    def forget(self, conversation_ids: Iterable[int]) -> None:
+        """Drop these conversations' event history and end their open streams."""
+        for conversation_id in conversation_ids:
+            channel = self._channels.pop(conversation_id, None)
+            if channel is None:
+                continue
+            channel.history.clear()
+            for queue in list(channel.subscribers):
+                _close_queue(queue)
+            channel.subscribers.clear()
 
     def publish(self, conversation_id: int, type: str, data: dict[str, Any]) -> Event:
-        channel = self._channels.setdefault(conversation_id, _Channel())
+        channel = self._channel(conversation_id)
         channel.sequence += 1
         event = Event(conversation_id, channel.sequence, type, data, self.boot)
         channel.history.append(event)
@@ -61,23 +98,25 @@ class EventBroker:
                 queue.put_nowait(event)
             except asyncio.QueueFull:  # too far behind: end its stream; it resumes from its last id
                 channel.subscribers.discard(queue)
-                queue.get_nowait()
-                queue.put_nowait(None)
+                _close_queue(queue)
         return event
 
     def _missed(self, channel: _Channel, conversation_id: int, last_event_id: str | None) -> list[Event]:
         if not last_event_id:
             return []
-        boot, _, raw_sequence = last_event_id.partition(":")
+        parsed = _EVENT_ID.fullmatch(last_event_id)
+        seen = int(parsed.group(2)) if parsed else -1
         oldest = channel.history[0].sequence if channel.history else channel.sequence + 1
-        if boot != self.boot or not raw_sequence.isdigit() or int(raw_sequence) + 1 < oldest:
+        # An id from another server process, one older than the history kept, or one this channel never reached
+        # (its history was evicted or forgotten): the client must reload instead of trusting a replay.
+        if parsed is None or parsed.group(1) != self.boot or seen + 1 < oldest or seen > channel.sequence:
             data = {"reason": "The event history was lost or is too old; reload the messages."}
             return [Event(conversation_id, channel.sequence, "resync", data, self.boot)]
-        return [event for event in channel.history if event.sequence > int(raw_sequence)]
+        return [event for event in channel.history if event.sequence > seen]
 
     def subscribe(self, conversation_id: int, last_event_id: str | None = None) -> Subscription:
         """A subscription that yields the events after ``last_event_id``, then live ones; close it when done."""
-        channel = self._channels.setdefault(conversation_id, _Channel())
+        channel = self._channel(conversation_id)
         queue: asyncio.Queue[Event | None] = asyncio.Queue(maxsize=SUBSCRIBER_QUEUE_SIZE)
         channel.subscribers.add(queue)
         return Subscription(channel, queue, self._missed(channel, conversation_id, last_event_id))
@@ -85,6 +124,13 @@ class EventBroker:
     def subscriber_count(self, conversation_id: int) -> int:
         channel = self._channels.get(conversation_id)
         return len(channel.subscribers) if channel else 0
+
+
+def _close_queue(queue: asyncio.Queue[Event | None]) -> None:
+    """Make room for, then send, the end-of-stream marker."""
+    if queue.full():
+        queue.get_nowait()
+    queue.put_nowait(None)
 
 
 class SubscriptionClosed(Exception):
@@ -113,7 +159,7 @@ class Subscription:
             except TimeoutError:
                 return None
             if event is None:
-                raise SubscriptionClosed("The event stream fell behind; reconnect with Last-Event-ID.")
+                raise SubscriptionClosed("The event stream ended; reconnect with Last-Event-ID.")
             if event.sequence > self._sent:  # otherwise it was already replayed from the history
                 self._sent = event.sequence
                 return event

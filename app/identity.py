@@ -1,6 +1,8 @@
 """Who a widget request comes from: signed visitor tokens and verified shop identities.
 
-A visitor token is ``<customer id>.<issued at>.<signature>``, signed with HMAC-SHA256 under the server's secret key;
+A visitor token is ``<customer public id>.<issued at>.<signature>``, signed with HMAC-SHA256 under the server's secret
+key. The public id is random and never reused, so erasing a customer revokes every token issued to them: no later
+customer can answer to it. The token is
 it is what the widget sends on every request (``Authorization: Bearer …``, or ``?token=`` where a browser cannot
 set headers, as with EventSource). A shop that knows its logged-in customer proves it to memdesk by having its own
 server compute ``hex(HMAC-SHA256(widget identity secret, external id))``; the widget forwards both values and
@@ -15,11 +17,22 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import time
 from dataclasses import dataclass
 
 VISITOR_TOKEN_TTL_S = 30 * 24 * 3600
-_TOKEN_PURPOSE = b"memdesk-visitor-v1"
+_TOKEN_PURPOSE = b"memdesk-visitor-v2"
+_SUBJECT = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_ISSUED_AT = re.compile(r"[0-9]{1,12}")
+
+
+def secure_equals(given: str, expected: str) -> bool:
+    """Constant-time comparison of two strings of any content (``hmac.compare_digest`` refuses non-ASCII str).
+
+    Compared as UTF-8 bytes; ``surrogatepass`` lets a lone surrogate from a hostile client be compared (and fail)
+    instead of raising."""
+    return hmac.compare_digest(given.encode("utf-8", "surrogatepass"), expected.encode("utf-8", "surrogatepass"))
 
 
 class IdentityError(Exception):
@@ -28,7 +41,7 @@ class IdentityError(Exception):
 
 @dataclass(frozen=True)
 class Visitor:
-    customer_id: int
+    customer_public_id: str
     issued_at: int
 
 
@@ -44,24 +57,26 @@ class VisitorTokens:
     def _sign(self, payload: str) -> str:
         return hmac.new(self._key, payload.encode(), hashlib.sha256).hexdigest()
 
-    def issue(self, customer_id: int, *, now: float | None = None) -> str:
-        payload = f"{customer_id}.{int(now if now is not None else time.time())}"
+    def issue(self, customer_public_id: str, *, now: float | None = None) -> str:
+        if not _SUBJECT.fullmatch(customer_public_id):
+            raise ValueError(f"A visitor token's subject must be a public customer id, got {customer_public_id!r}.")
+        payload = f"{customer_public_id}.{int(now if now is not None else time.time())}"
         return f"{payload}.{self._sign(payload)}"
 
     def verify(self, token: str | None, *, now: float | None = None) -> Visitor:
         if not token:
             raise IdentityError("A visitor token is required: start a widget session first.")
         parts = token.split(".")
-        if len(parts) != 3 or not parts[0].isdigit() or not parts[1].isdigit():
+        if len(parts) != 3 or not _SUBJECT.fullmatch(parts[0]) or not _ISSUED_AT.fullmatch(parts[1]):
             raise IdentityError("The visitor token is malformed; start a new widget session.")
         payload = f"{parts[0]}.{parts[1]}"
-        if not hmac.compare_digest(self._sign(payload), parts[2]):
+        if not secure_equals(parts[2], self._sign(payload)):
             raise IdentityError("The visitor token's signature is invalid; start a new widget session.")
         issued_at = int(parts[1])
         current = now if now is not None else time.time()
         if current - issued_at > self.ttl_s:
             raise IdentityError("The visitor token has expired; start a new widget session.")
-        return Visitor(customer_id=int(parts[0]), issued_at=issued_at)
+        return Visitor(customer_public_id=parts[0], issued_at=issued_at)
 
 
 def shop_identity_hmac(secret: str, external_id: str) -> str:
@@ -76,5 +91,5 @@ def verify_shop_identity(secret: str | None, external_id: str, proof: str | None
             "This memdesk has no MEMDESK_WIDGET_IDENTITY_SECRET, so shop customer ids cannot be verified; "
             "start an anonymous session instead."
         )
-    if not proof or not hmac.compare_digest(shop_identity_hmac(secret, external_id), proof.lower()):
+    if not proof or not secure_equals(proof.lower(), shop_identity_hmac(secret, external_id)):
         raise IdentityError("The customer identity could not be verified: the identity HMAC does not match.")

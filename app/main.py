@@ -17,12 +17,15 @@ from typing import Any
 
 import anyio
 from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from sqlalchemy import Engine
 
 from app.agent import AgentService, EngineFactory, MemorySection
 from app.db import create_db_engine, upgrade
 from app.events import EventBroker
+from app.http_input import validation_error_response
+from app.http_limits import RequestLimits
 from app.identity import VisitorTokens
 from app.llm import LLMGateway
 from app.memory_outbox import SqlOutboxRepository
@@ -116,6 +119,7 @@ def create_app(
             db.dispose()
 
     app = FastAPI(title="memdesk", lifespan=lifespan)
+    app.add_exception_handler(RequestValidationError, validation_error_response)
     # The widget runs on the shop's pages, another origin: let it call the customer API (bearer tokens, no cookies).
     app.add_middleware(
         CORSMiddleware,
@@ -125,6 +129,7 @@ def create_app(
         expose_headers=["Retry-After"],
         allow_credentials=False,
     )
+    app.add_middleware(RequestLimits, routes=app.router.routes)  # outermost: size limits come before anything
     app.include_router(widget_api.router)
     app.include_router(widget_pages.router)
     app.include_router(admin_api.router)

@@ -3,11 +3,16 @@
 Covers the relational rows (customer, conversations with every message, compactions and segments, outbox
 conclusions, orders with items, shipments and refunds, audit events about them) and long-term memory (Mem0's
 memories and its own history rows). Erasure leaves one audit event that says an erasure happened, without any of
-the erased data.
+the erased data. A running server also drops what it holds in memory about the erased conversations (see
+``app.routes.admin_api``).
+
+A customer is named by their public id or the shop's external id (``find_customer``); the command line may also use
+the internal integer id.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import delete
@@ -35,6 +40,27 @@ class CustomerNotFoundError(LookupError):
     pass
 
 
+@dataclass
+class Erasure:
+    """What an erasure removed: rows and memories per kind, and the conversations whose live state must go too."""
+
+    counts: dict[str, int]
+    conversation_ids: list[int] = field(default_factory=list)
+
+
+def find_customer(session: Session, reference: str, *, allow_internal_id: bool = False) -> Customer:
+    """The customer with this public id or shop external id (or internal id, when allowed)."""
+    for column in (Customer.public_id, Customer.external_id):
+        found = session.exec(select(Customer).where(column == reference)).first()
+        if found is not None:
+            return found
+    if allow_internal_id and reference.isascii() and reference.isdigit() and len(reference) < 19:
+        by_id = session.get(Customer, int(reference))
+        if by_id is not None:
+            return by_id
+    raise CustomerNotFoundError(f"No customer {reference!r}: give their public id (cus_…) or the shop's customer id.")
+
+
 def _rows(session: Session, model: Any, column: Any, ids: list[int]) -> list[dict[str, Any]]:
     if not ids:
         return []
@@ -51,10 +77,9 @@ def _audit_targets(conversation_ids: list[int], order_ids: list[int], customer_i
     ]
 
 
-def export_customer(session: Session, memory: CustomerMemory | None, customer_id: int) -> dict[str, Any]:
-    customer = session.get(Customer, customer_id)
-    if customer is None:
-        raise CustomerNotFoundError(f"No customer with id {customer_id}.")
+def export_customer(session: Session, memory: CustomerMemory | None, customer: Customer) -> dict[str, Any]:
+    assert customer.id is not None
+    customer_id = customer.id
     conversations = session.exec(select(Conversation).where(Conversation.customer_id == customer_id)).all()
     conversation_ids = [c.id for c in conversations if c.id is not None]
     orders = session.exec(select(Order).where(Order.customer_id == customer_id)).all()
@@ -80,12 +105,11 @@ def export_customer(session: Session, memory: CustomerMemory | None, customer_id
     }
 
 
-def erase_customer(session: Session, memory: CustomerMemory | None, customer_id: int, *, actor: str) -> dict[str, int]:
+def erase_customer(session: Session, memory: CustomerMemory | None, customer: Customer, *, actor: str) -> Erasure:
     """Delete everything about the customer; returns how many rows and memories went. Memories go first, so a
     failure there leaves the database untouched and the erasure can simply be run again."""
-    customer = session.get(Customer, customer_id)
-    if customer is None:
-        raise CustomerNotFoundError(f"No customer with id {customer_id}.")
+    assert customer.id is not None
+    customer_id = customer.id
     memories = memory.forget_customer(memory_customer_id(customer_id)) if memory else 0
     conversation_ids = [
         c for c in session.exec(select(Conversation.id).where(Conversation.customer_id == customer_id)).all() if c
@@ -120,7 +144,7 @@ def erase_customer(session: Session, memory: CustomerMemory | None, customer_id:
         session, actor=actor, action="customer.erased", target_type="customer", target_id=customer_id, detail={}
     )
     session.commit()
-    return counts
+    return Erasure(counts=counts, conversation_ids=conversation_ids)
 
 
 def _delete(session: Session, statement: Any) -> int:

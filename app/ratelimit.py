@@ -11,6 +11,11 @@ WINDOW_S = 60.0
 MAX_TRACKED_KEYS = 50_000
 
 
+def customer_rate_key(customer_public_id: str) -> str:
+    """The key of a customer's message window."""
+    return f"customer:{customer_public_id}"
+
+
 class RateLimiter:
     def __init__(self, per_minute: int, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.per_minute = per_minute
@@ -33,6 +38,11 @@ class RateLimiter:
                 return max(0.0, hits[0] + WINDOW_S - now)
             hits.append(now)
             return None
+
+    def forget(self, key: str) -> None:
+        """Drop ``key``'s window (its owner was erased)."""
+        with self._lock:
+            self._hits.pop(key, None)
 
     def _forget_idle(self, now: float) -> None:
         for key in [k for k, hits in self._hits.items() if not hits or hits[-1] <= now - WINDOW_S]:

@@ -8,10 +8,13 @@ address later.
 - Enums are stored as their string *values* in a plain VARCHAR (no native PostgreSQL enum type), so adding a member
   never needs a migration as long as it fits ``ENUM_LENGTH``.
 - Money is integer cents next to an ISO 4217 currency code.
+- Integer primary keys are internal. What leaves the server (URLs, tokens) is a random ``public_id``; on SQLite the
+  tables whose ids key live state use AUTOINCREMENT, so a deleted row's id is never handed out again.
 """
 
 from __future__ import annotations
 
+import secrets
 from datetime import UTC, datetime
 from enum import StrEnum
 
@@ -28,6 +31,8 @@ NAMING_CONVENTION: dict[str, str] = {
 SQLModel.metadata.naming_convention = NAMING_CONVENTION
 
 ENUM_LENGTH = 32
+PUBLIC_ID_LENGTH = 40
+PUBLIC_ID_RANDOM_BYTES = 16  # 128 bits: never guessed, never reused
 CURRENCY_LENGTH = 3
 DEFAULT_CURRENCY = "USD"
 
@@ -35,6 +40,12 @@ DEFAULT_CURRENCY = "USD"
 def utc_now() -> datetime:
     """The current time, timezone-aware in UTC (the only kind of timestamp memdesk stores)."""
     return datetime.now(UTC)
+
+
+def new_public_id(prefix: str) -> str:
+    """An opaque identifier for URLs and tokens, like ``cnv_3q2…``: random, so it reveals no count and is never
+    handed out again after its row is deleted (integer keys stay inside the database)."""
+    return f"{prefix}_{secrets.token_urlsafe(PUBLIC_ID_RANDOM_BYTES)}"
 
 
 def _enum_values(enum_cls: type[StrEnum]) -> list[str]:

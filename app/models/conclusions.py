@@ -37,9 +37,7 @@ class Conclusion(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     customer_id: int = Field(foreign_key="customers.id", index=True, ondelete="CASCADE")
-    conversation_id: int | None = Field(
-        default=None, foreign_key="conversations.id", index=True, ondelete="SET NULL"
-    )
+    conversation_id: int | None = Field(default=None, foreign_key="conversations.id", index=True, ondelete="SET NULL")
     kind: ConclusionKind = Field(sa_type=enum_type(ConclusionKind))
     text: str = Field(sa_type=sa.Text)
     due_date: date | None = None

@@ -15,13 +15,26 @@ from typing import Any
 import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
 
-from app.models.base import enum_type, json_type, utc_now
+from app.models.base import PUBLIC_ID_LENGTH, enum_type, json_type, new_public_id, utc_now
 
 NAME_LENGTH = 200
 EMAIL_LENGTH = 320
 PHONE_LENGTH = 40
 EXTERNAL_ID_LENGTH = 128
 TOOL_CALL_ID_LENGTH = 128
+CUSTOMER_ID_PREFIX = "cus"
+CONVERSATION_ID_PREFIX = "cnv"
+# SQLite hands a deleted row's id to the next insert unless the table uses AUTOINCREMENT; these ids key live state
+# (event streams, context engines), so they must never come back.
+NEVER_REUSE_IDS = {"sqlite_autoincrement": True}
+
+
+def new_customer_public_id() -> str:
+    return new_public_id(CUSTOMER_ID_PREFIX)
+
+
+def new_conversation_public_id() -> str:
+    return new_public_id(CONVERSATION_ID_PREFIX)
 
 
 class ConversationStatus(StrEnum):
@@ -62,13 +75,16 @@ class CustomerCreate(CustomerBase):
 
 class Customer(CustomerBase, table=True):
     __tablename__ = "customers"
+    __table_args__ = (sa.Index("ix_customers_public_id", "public_id", unique=True), NEVER_REUSE_IDS)
 
     id: int | None = Field(default=None, primary_key=True)
+    # What visitor tokens and the admin API name the customer by.
+    public_id: str = Field(default_factory=new_customer_public_id, max_length=PUBLIC_ID_LENGTH)
     created_at: datetime = Field(default_factory=utc_now)
 
 
 class CustomerPublic(CustomerBase):
-    id: int
+    public_id: str
     created_at: datetime
 
 
@@ -91,15 +107,15 @@ class ConversationUpdate(SQLModel):
 
 class Conversation(ConversationBase, table=True):
     __tablename__ = "conversations"
+    __table_args__ = (sa.Index("ix_conversations_public_id", "public_id", unique=True), NEVER_REUSE_IDS)
 
     id: int | None = Field(default=None, primary_key=True)
+    public_id: str = Field(default_factory=new_conversation_public_id, max_length=PUBLIC_ID_LENGTH)
     customer_id: int = Field(foreign_key="customers.id", index=True, ondelete="CASCADE")
     status: ConversationStatus = Field(
         default=ConversationStatus.BOT, sa_type=enum_type(ConversationStatus), index=True
     )
-    assigned_agent_id: int | None = Field(
-        default=None, foreign_key="agents.id", index=True, ondelete="SET NULL"
-    )
+    assigned_agent_id: int | None = Field(default=None, foreign_key="agents.id", index=True, ondelete="SET NULL")
     created_at: datetime = Field(default_factory=utc_now)
     updated_at: datetime = Field(default_factory=utc_now, sa_column_kwargs={"onupdate": utc_now})
 
@@ -133,7 +149,7 @@ class MessageCreate(MessageBase):
 class Message(MessageBase, table=True):
     __tablename__ = "messages"
     # Transcripts are always read in id order within one conversation.
-    __table_args__ = (sa.Index("ix_messages_conversation_id_id", "conversation_id", "id"),)
+    __table_args__ = (sa.Index("ix_messages_conversation_id_id", "conversation_id", "id"), NEVER_REUSE_IDS)
 
     id: int | None = Field(default=None, primary_key=True)
     conversation_id: int = Field(foreign_key="conversations.id", ondelete="CASCADE")

@@ -1,7 +1,8 @@
 """The customer API used by the chat widget: sessions, conversations, messages and live events.
 
 Every route but ``POST /sessions`` needs a visitor token, and a customer only ever reaches their own conversations:
-another customer's conversation id answers 404 exactly like a missing one.
+another customer's conversation id answers 404 exactly like a missing one. Customers and conversations are named by
+their random public ids; integer keys never leave the server.
 
 On SQLite every transaction takes the write lock when it begins (``app.db``), and a ``SessionDep`` session is closed
 only after the response, on a worker thread the event loop has to schedule. The agent's turns run their short
@@ -14,17 +15,18 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, HTTPException, Request, status
+from fastapi import APIRouter, Header, HTTPException, Path, Query, Request, status
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
 from sqlmodel import Session, col, select
 
 from app.conversation_context import start_first_segment
-from app.deps import ServicesDep, SessionDep, VisitorDep
+from app.deps import ServicesDep, SessionDep, StreamVisitorDep, VisitorDep
 from app.events import Event, SubscriptionClosed
-from app.identity import IdentityError, verify_shop_identity
+from app.http_input import DatabaseInt, FreeText, IdentifierText, StrictJSONRoute
+from app.identity import IdentityError, Visitor, verify_shop_identity
 from app.models import (
     Agent,
     Conversation,
@@ -34,34 +36,53 @@ from app.models import (
     MessageAuthor,
     MessageRole,
 )
+from app.ratelimit import customer_rate_key
+from app.routes.errors import error_responses
 from app.services import Services
 
-router = APIRouter(prefix="/api/widget", tags=["widget"])
+router = APIRouter(
+    prefix="/api/widget",
+    tags=["widget"],
+    route_class=StrictJSONRoute,
+    responses=error_responses(status.HTTP_401_UNAUTHORIZED),
+)
 
 HEARTBEAT_S = 15.0
 CUSTOMER_EVENT_TYPES = frozenset({"message.created", "message.delta", "typing", "conversation.status", "resync"})
 MAX_NAME_CHARS = 200
+MAX_PUBLIC_ID_CHARS = 64
+ConversationRef = Annotated[str, Path(max_length=MAX_PUBLIC_ID_CHARS, description="The conversation's public id")]
+
+
+def _not_blank(text: str) -> str:
+    if not text.strip():
+        raise ValueError("The message is empty; type something.")
+    return text.strip()
 
 
 class SessionStart(BaseModel):
-    external_id: str | None = Field(default=None, max_length=128, description="The shop's id of a signed-in customer")
-    identity_hmac: str | None = Field(default=None, max_length=128, description="hex HMAC-SHA256 of external_id")
-    name: str | None = Field(default=None, max_length=MAX_NAME_CHARS)
-    email: str | None = Field(default=None, max_length=320)
+    external_id: IdentifierText | None = Field(
+        default=None, min_length=1, max_length=128, description="The shop's id of a signed-in customer"
+    )
+    identity_hmac: IdentifierText | None = Field(
+        default=None, max_length=128, description="hex HMAC-SHA256 of external_id"
+    )
+    name: FreeText | None = Field(default=None, max_length=MAX_NAME_CHARS)
+    email: IdentifierText | None = Field(default=None, max_length=320)
 
 
 class SessionStarted(BaseModel):
     token: str
-    customer_id: int
+    customer_id: str = Field(description="The customer's public id")
     verified: bool
 
 
 class ConversationStart(BaseModel):
-    title: str = Field(default="", max_length=MAX_NAME_CHARS)
+    title: FreeText = Field(default="", max_length=MAX_NAME_CHARS)
 
 
 class WidgetConversation(BaseModel):
-    id: int
+    id: str = Field(description="The conversation's public id")
     title: str
     status: ConversationStatus
     created_at: datetime
@@ -78,7 +99,9 @@ class WidgetMessage(BaseModel):
 
 
 class MessageIn(BaseModel):
-    content: str
+    content: Annotated[FreeText, AfterValidator(_not_blank)] = Field(
+        description="The customer's text; its longest accepted length is the server's MEMDESK_MAX_MESSAGE_CHARS (413)"
+    )
 
 
 def _widget_message(message: Message, *, agent_name: str | None = None) -> WidgetMessage:
@@ -94,9 +117,8 @@ def _widget_message(message: Message, *, agent_name: str | None = None) -> Widge
 
 
 def _widget_conversation(conversation: Conversation) -> WidgetConversation:
-    assert conversation.id is not None
     return WidgetConversation(
-        id=conversation.id,
+        id=conversation.public_id,
         title=conversation.title,
         status=conversation.status,
         created_at=conversation.created_at,
@@ -104,9 +126,28 @@ def _widget_conversation(conversation: Conversation) -> WidgetConversation:
     )
 
 
-def _own_conversation(session: Session, customer_id: int, conversation_id: int) -> Conversation:
-    conversation = session.get(Conversation, conversation_id)
-    if conversation is None or conversation.customer_id != customer_id:
+def _customer(session: Session, visitor: Visitor) -> Customer:
+    """The visitor's customer; a token whose customer was erased is no longer anyone's."""
+    customer = session.exec(select(Customer).where(Customer.public_id == visitor.customer_public_id)).first()
+    if customer is None:
+        session.rollback()  # ends the read transaction (see the module docstring)
+        raise HTTPException(
+            status.HTTP_401_UNAUTHORIZED,
+            detail="Unknown visitor; start a new widget session.",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    return customer
+
+
+def _own_conversation(session: Session, visitor: Visitor, conversation_ref: str) -> Conversation:
+    """The conversation, if it is the visitor's; one query checks both."""
+    statement = (
+        select(Conversation)
+        .join(Customer, col(Customer.id) == col(Conversation.customer_id))
+        .where(Conversation.public_id == conversation_ref, Customer.public_id == visitor.customer_public_id)
+    )
+    conversation = session.exec(statement).first()
+    if conversation is None:
         session.rollback()  # ends the read transaction (see the module docstring)
         raise HTTPException(status.HTTP_404_NOT_FOUND, detail="Conversation not found.")
     return conversation
@@ -120,7 +161,12 @@ def is_customer_visible(message: Message) -> bool:
     )
 
 
-@router.post("/sessions", response_model=SessionStarted, status_code=status.HTTP_201_CREATED)
+@router.post(
+    "/sessions",
+    response_model=SessionStarted,
+    status_code=status.HTTP_201_CREATED,
+    openapi_extra={"security": []},
+)
 def start_session(body: SessionStart, session: SessionDep, services: ServicesDep) -> SessionStarted:
     """A visitor token: anonymous, or linked to a shop customer whose id the shop vouched for with an HMAC."""
     customer: Customer | None = None
@@ -135,17 +181,15 @@ def start_session(body: SessionStart, session: SessionDep, services: ServicesDep
         customer = Customer(external_id=body.external_id, name=body.name, email=body.email)
         session.add(customer)
     session.commit()  # also ends the read transaction of a returning customer
-    assert customer.id is not None
-    token = services.visitor_tokens.issue(customer.id)
-    return SessionStarted(token=token, customer_id=customer.id, verified=customer.external_id is not None)
+    token = services.visitor_tokens.issue(customer.public_id)
+    return SessionStarted(token=token, customer_id=customer.public_id, verified=customer.external_id is not None)
 
 
 @router.post("/conversations", response_model=WidgetConversation, status_code=status.HTTP_201_CREATED)
 def start_conversation(body: ConversationStart, visitor: VisitorDep, session: SessionDep) -> WidgetConversation:
-    if session.get(Customer, visitor.customer_id) is None:
-        session.rollback()
-        raise HTTPException(status.HTTP_401_UNAUTHORIZED, detail="Unknown visitor; start a new widget session.")
-    conversation = Conversation(customer_id=visitor.customer_id, title=body.title)
+    customer = _customer(session, visitor)
+    assert customer.id is not None
+    conversation = Conversation(customer_id=customer.id, title=body.title)
     session.add(conversation)
     session.flush()
     start_first_segment(session, conversation)
@@ -155,9 +199,10 @@ def start_conversation(body: ConversationStart, visitor: VisitorDep, session: Se
 
 @router.get("/conversations", response_model=list[WidgetConversation])
 def list_conversations(visitor: VisitorDep, session: SessionDep) -> list[WidgetConversation]:
+    customer = _customer(session, visitor)
     statement = (
         select(Conversation)
-        .where(Conversation.customer_id == visitor.customer_id)
+        .where(Conversation.customer_id == customer.id)
         .order_by(col(Conversation.updated_at).desc())
     )
     conversations = session.exec(statement).all()
@@ -165,15 +210,22 @@ def list_conversations(visitor: VisitorDep, session: SessionDep) -> list[WidgetC
     return [_widget_conversation(c) for c in conversations]
 
 
-@router.get("/conversations/{conversation_id}/messages", response_model=list[WidgetMessage])
+@router.get(
+    "/conversations/{conversation_id}/messages",
+    response_model=list[WidgetMessage],
+    responses=error_responses(status.HTTP_404_NOT_FOUND),
+)
 def list_messages(
-    conversation_id: int, visitor: VisitorDep, session: SessionDep, after_id: int = 0
+    conversation_id: ConversationRef,
+    visitor: VisitorDep,
+    session: SessionDep,
+    after_id: Annotated[DatabaseInt, Query(description="Only messages after this message id")] = 0,
 ) -> list[WidgetMessage]:
-    _own_conversation(session, visitor.customer_id, conversation_id)
+    conversation = _own_conversation(session, visitor, conversation_id)
     statement = (
         select(Message, Agent.name)
         .outerjoin(Agent, col(Agent.id) == col(Message.agent_id))
-        .where(Message.conversation_id == conversation_id, col(Message.id) > after_id)
+        .where(Message.conversation_id == conversation.id, col(Message.id) > after_id)
         .order_by(col(Message.id))
     )
     rows = session.exec(statement).all()
@@ -182,10 +234,18 @@ def list_messages(
 
 
 @router.post(
-    "/conversations/{conversation_id}/messages", response_model=WidgetMessage, status_code=status.HTTP_202_ACCEPTED
+    "/conversations/{conversation_id}/messages",
+    response_model=WidgetMessage,
+    status_code=status.HTTP_202_ACCEPTED,
+    responses=error_responses(
+        status.HTTP_404_NOT_FOUND,
+        status.HTTP_409_CONFLICT,
+        status.HTTP_413_CONTENT_TOO_LARGE,
+        status.HTTP_429_TOO_MANY_REQUESTS,
+    ),
 )
 async def post_message(
-    conversation_id: int, body: MessageIn, visitor: VisitorDep, services: ServicesDep
+    conversation_id: ConversationRef, body: MessageIn, visitor: VisitorDep, services: ServicesDep
 ) -> WidgetMessage:
     """Store the customer's message (committed before the reply starts) and answer it in the background.
 
@@ -193,26 +253,27 @@ async def post_message(
     instead of ``SessionDep``, whose setup and teardown would cost two thread hops on the busiest route.
     """
     with Session(services.db, expire_on_commit=False) as session:
-        return _post_message(session, services, visitor.customer_id, conversation_id, body)
+        return _post_message(session, services, visitor, conversation_id, body)
 
 
 def _post_message(
-    session: Session, services: Services, customer_id: int, conversation_id: int, body: MessageIn
+    session: Session, services: Services, visitor: Visitor, conversation_ref: str, body: MessageIn
 ) -> WidgetMessage:
-    conversation = _own_conversation(session, customer_id, conversation_id)
-    text = body.content.strip()
+    conversation = _own_conversation(session, visitor, conversation_ref)
+    text = body.content
     limit = services.settings.max_message_chars
-    if not text:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, detail="The message is empty; type something.")
     if len(text) > limit:
+        session.rollback()
         raise HTTPException(
             status.HTTP_413_CONTENT_TOO_LARGE,
             detail=f"Messages can be at most {limit} characters; this one has {len(text)}. Split it up.",
         )
     if conversation.status == ConversationStatus.CLOSED:
+        session.rollback()
         raise HTTPException(status.HTTP_409_CONFLICT, detail="This conversation is closed; start a new one.")
-    wait = services.message_limiter.retry_after(f"customer:{customer_id}")
+    wait = services.message_limiter.retry_after(customer_rate_key(visitor.customer_public_id))
     if wait is not None:
+        session.rollback()
         raise HTTPException(
             status.HTTP_429_TOO_MANY_REQUESTS,
             detail=f"You are sending messages too quickly; try again in {int(wait) + 1} seconds.",
@@ -222,29 +283,50 @@ def _post_message(
     return _widget_message(message)
 
 
-def _customer_event(event: Event) -> bool:
+def _customer_event(event: Event, conversation_ref: str) -> str | None:
+    """The event as the customer's stream sends it, or None when it is not for customers."""
     if event.type not in CUSTOMER_EVENT_TYPES:
-        return False
+        return None
     if event.type == "message.created":
         data = event.data
         visible_role = data.get("role") in ("user", "assistant")
-        return bool(visible_role and not data.get("private") and (data.get("content") or "").strip())
-    return True
+        if not (visible_role and not data.get("private") and (data.get("content") or "").strip()):
+            return None
+        # Event data carries the internal conversation key; customers only ever see the public id.
+        return event.to_sse({**data, "conversation_id": conversation_ref})
+    return event.to_sse()
 
 
-@router.get("/conversations/{conversation_id}/events")
+EVENT_STREAM_DOC: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": (
+            "Server-sent events: message.created, message.delta, typing, conversation.status, resync. "
+            "Each has an id; reconnect with Last-Event-ID to get what was missed."
+        ),
+        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+    },
+    **error_responses(status.HTTP_404_NOT_FOUND),
+}
+
+
+@router.get(
+    "/conversations/{conversation_id}/events",
+    response_class=StreamingResponse,
+    responses=EVENT_STREAM_DOC,
+)
 async def conversation_events(
-    conversation_id: int,
+    conversation_id: ConversationRef,
     request: Request,
-    visitor: VisitorDep,
+    visitor: StreamVisitorDep,
     services: ServicesDep,
-    last_event_id: Annotated[str | None, Header()] = None,
-    since: str | None = None,
+    last_event_id: Annotated[str | None, Header(max_length=64)] = None,
+    since: Annotated[str | None, Query(max_length=64, description="Last-Event-ID, for clients without headers")] = None,
 ) -> StreamingResponse:
     """Server-sent events; reconnect with ``Last-Event-ID`` (or ``?since=``) to receive what was missed."""
     with Session(services.db) as session:
-        _own_conversation(session, visitor.customer_id, conversation_id)
-    subscription = services.broker.subscribe(conversation_id, last_event_id or since)
+        key = _own_conversation(session, visitor, conversation_id).id
+    assert key is not None
+    subscription = services.broker.subscribe(key, last_event_id or since)
 
     async def stream() -> AsyncIterator[str]:
         with subscription:
@@ -256,8 +338,10 @@ async def conversation_events(
                     return
                 if event is None:
                     yield ": keep-alive\n\n"
-                elif _customer_event(event):
-                    yield event.to_sse()
+                    continue
+                frame = _customer_event(event, conversation_id)
+                if frame is not None:
+                    yield frame
 
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
     return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)

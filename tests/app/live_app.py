@@ -21,7 +21,7 @@ from sqlmodel import Session, col, select
 
 from app.identity import shop_identity_hmac
 from app.main import create_app
-from app.models import Customer, Message, Order, OrderStatus
+from app.models import Conversation, Customer, Message, Order, OrderStatus
 from app.services import Services
 from app.settings import Settings
 
@@ -51,8 +51,9 @@ class LiveApp:
         self.clients.append(client)
         return client
 
-    def visitor(self, external_id: str | None = None) -> tuple[httpx.Client, int]:
-        """A widget session (verified when ``external_id`` is given): a client carrying its token, and the id."""
+    def visitor(self, external_id: str | None = None) -> tuple[httpx.Client, str]:
+        """A widget session (verified when ``external_id`` is given): a client carrying its token, and the
+        customer's public id."""
         body: dict[str, Any] = {}
         if external_id is not None:
             body = {"external_id": external_id, "identity_hmac": shop_identity_hmac(IDENTITY_SECRET, external_id)}
@@ -61,17 +62,31 @@ class LiveApp:
         data = response.json()
         return self.client(data["token"]), data["customer_id"]
 
-    def conversation(self, client: httpx.Client) -> int:
+    def conversation(self, client: httpx.Client) -> str:
+        """A new conversation of the client's visitor; its public id."""
         response = client.post("/api/widget/conversations", json={"title": "Help"})
         assert response.status_code == 201, response.text
-        conversation_id: int = response.json()["id"]
+        conversation_id: str = response.json()["id"]
         return conversation_id
 
-    def transcript(self, conversation_id: int) -> list[Message]:
+    def customer(self, public_id: str) -> Customer:
         with self.db() as session:
-            rows = session.exec(
-                select(Message).where(Message.conversation_id == conversation_id).order_by(col(Message.id))
-            ).all()
+            found = session.exec(select(Customer).where(Customer.public_id == public_id)).one()
+            session.expunge(found)
+            return found
+
+    def conversation_key(self, public_id: str) -> int | None:
+        """The internal id of the conversation with this public id (None when there is none)."""
+        with self.db() as session:
+            return session.exec(select(Conversation.id).where(Conversation.public_id == public_id)).first()
+
+    def transcript(self, conversation: str | int) -> list[Message]:
+        """Every stored message of the conversation (by public id, or internal id), in order."""
+        key = conversation if isinstance(conversation, int) else self.conversation_key(conversation)
+        if key is None:
+            return []
+        with self.db() as session:
+            rows = session.exec(select(Message).where(Message.conversation_id == key).order_by(col(Message.id))).all()
             return list(rows)
 
     def wait_for(self, probe: Callable[[], T | None], *, timeout: float = 10.0, what: str = "condition") -> T:
@@ -83,7 +98,7 @@ class LiveApp:
             time.sleep(0.02)
         raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
-    def wait_for_reply(self, conversation_id: int, *, count: int = 1, timeout: float = 10.0) -> list[Message]:
+    def wait_for_reply(self, conversation_id: str | int, *, count: int = 1, timeout: float = 10.0) -> list[Message]:
         """Wait until ``count`` assistant messages with text exist and no turn is running any more."""
 
         def replies() -> list[Message] | None:

@@ -73,7 +73,7 @@ def test_tool_policy_refusal_goes_back_to_the_model_as_a_structured_error(
     tool_result = scripted_server.chat_requests[1].messages[-1]
     assert tool_result["role"] == "tool" and "order_not_cancellable" in tool_result["content"]
     with live_app.db() as session:
-        conversation = session.get(Conversation, conversation_id)
+        conversation = session.get(Conversation, live_app.conversation_key(conversation_id))
         assert conversation is not None and conversation.status == ConversationStatus.BOT
 
 
@@ -148,13 +148,13 @@ FAILURES = {
 }
 
 
-def _assert_failed_gracefully(live: LiveApp, conversation_id: int, text: str) -> None:
+def _assert_failed_gracefully(live: LiveApp, conversation_id: str, text: str) -> None:
     replies = live.wait_for_reply(conversation_id)
     transcript = live.transcript(conversation_id)
     assert transcript[0].content == text and transcript[0].author == MessageAuthor.CUSTOMER
     assert replies[-1].content == FALLBACK_REPLY and replies[-1].author == MessageAuthor.SYSTEM
     with live.db() as session:
-        conversation = session.get(Conversation, conversation_id)
+        conversation = session.get(Conversation, live.conversation_key(conversation_id))
         assert conversation is not None and conversation.status == ConversationStatus.NEEDS_HUMAN
 
 
@@ -200,7 +200,7 @@ def test_bot_stays_silent_after_a_human_took_over(live_app: LiveApp, scripted_se
     client, _ = live_app.visitor()
     conversation_id = live_app.conversation(client)
     with live_app.db() as session:
-        conversation = session.get(Conversation, conversation_id)
+        conversation = session.get(Conversation, live_app.conversation_key(conversation_id))
         assert conversation is not None
         conversation.status = ConversationStatus.HUMAN
         session.add(conversation)
@@ -237,7 +237,7 @@ def test_transfer_to_human_hands_off_and_stops_the_bot(live_app: LiveApp, script
     replies = live_app.wait_for_reply(conversation_id)
     assert "member of our team" in (replies[-1].content or "")
     with live_app.db() as session:
-        conversation = session.get(Conversation, conversation_id)
+        conversation = session.get(Conversation, live_app.conversation_key(conversation_id))
         assert conversation is not None and conversation.status == ConversationStatus.NEEDS_HUMAN
     assert len(scripted_server.chat_requests) == 1
 

@@ -43,7 +43,7 @@ from app.models import (
     segment_title,
 )
 
-HEAD = "0002_outbox_retry_schedule"
+HEAD = "0003_public_ids"
 SessionDep = Annotated[Session, Depends(get_session)]
 ALL_TABLES = {
     "agents", "audit_events", "customers", "conversations", "messages", "context_segments", "compactions",

@@ -24,7 +24,7 @@ def test_a_customer_cannot_read_post_to_or_stream_another_customers_conversation
     assert bob.post(f"{base}/messages", json={"content": "hijack"}).status_code == 404
     assert bob.get(f"{base}/events").status_code == 404
     assert bob.get("/api/widget/conversations").json() == []
-    missing = bob.get("/api/widget/conversations/999999/messages")
+    missing = bob.get("/api/widget/conversations/cnv_doesNotExist000000000/messages")
     assert missing.status_code == 404 and missing.json() == bob.get(f"{base}/messages").json()
     contents = [m.content for m in live_app.transcript(conversation_id)]
     assert contents[:1] == ["my secret order"] and "hijack" not in contents
@@ -35,8 +35,8 @@ def test_a_customer_cannot_read_post_to_or_stream_another_customers_conversation
     [
         {},
         {"Authorization": "Bearer not-a-token"},
-        {"Authorization": "Bearer 1.1700000000.deadbeef"},
-        {"Authorization": f"Bearer {VisitorTokens('another-servers-secret').issue(1)}"},
+        {"Authorization": "Bearer cus_x.1700000000.deadbeef"},
+        {"Authorization": f"Bearer {VisitorTokens('another-servers-secret').issue('cus_someone')}"},
     ],
     ids=["missing", "malformed", "bad-signature", "foreign-secret"],
 )
@@ -47,10 +47,11 @@ def test_missing_or_forged_visitor_tokens_are_rejected(live_app: LiveApp, header
 
 
 def test_a_token_for_one_customer_cannot_be_edited_into_another(live_app: LiveApp) -> None:
-    alice, alice_id = live_app.visitor()
+    alice, _ = live_app.visitor()
+    _, bob_id = live_app.visitor()
     token = alice.headers["Authorization"].removeprefix("Bearer ")
     _, issued, signature = token.split(".")
-    forged = f"{alice_id + 1}.{issued}.{signature}"
+    forged = f"{bob_id}.{issued}.{signature}"
     response = live_app.client(forged).get("/api/widget/conversations")
     assert response.status_code == 401
 
@@ -80,7 +81,8 @@ def test_bad_messages_get_clear_4xx_errors_and_nothing_is_stored(live_app: LiveA
     conversation_id = live_app.conversation(client)
     url = f"/api/widget/conversations/{conversation_id}/messages"
     empty = client.post(url, json={"content": "   "})
-    assert empty.status_code == 422 and "empty" in empty.json()["detail"]
+    assert empty.status_code == 422
+    assert empty.json()["detail"][0]["loc"] == ["body", "content"] and "empty" in empty.json()["detail"][0]["msg"]
     too_long = client.post(url, json={"content": "x" * 8_001})
     assert too_long.status_code == 413 and "at most 8000 characters" in too_long.json()["detail"]
     assert client.post(url, content=b"{not json", headers={"Content-Type": "application/json"}).status_code == 422
@@ -92,7 +94,7 @@ def test_closed_conversations_refuse_new_messages(live_app: LiveApp) -> None:
     client, _ = live_app.visitor()
     conversation_id = live_app.conversation(client)
     with live_app.db() as session:
-        conversation = session.get(Conversation, conversation_id)
+        conversation = session.get(Conversation, live_app.conversation_key(conversation_id))
         assert conversation is not None
         conversation.status = ConversationStatus.CLOSED
         session.add(conversation)

@@ -109,13 +109,14 @@ def test_the_demo_page_escapes_what_it_shows_and_what_it_hands_to_the_widget(
 def test_agent_messages_carry_the_agents_name_and_private_notes_stay_hidden(live_app: LiveApp) -> None:
     client, _ = live_app.visitor()
     conversation_id = live_app.conversation(client)
+    key = live_app.conversation_key(conversation_id)
     with live_app.db() as session:
         agent = Agent(email="sam@example.com", name="Sam Rivera", password_hash="not-used")
         session.add(agent)
         session.flush()
-        reply = Message(conversation_id=conversation_id, role=MessageRole.ASSISTANT, author=MessageAuthor.AGENT,
+        reply = Message(conversation_id=key, role=MessageRole.ASSISTANT, author=MessageAuthor.AGENT,
                         agent_id=agent.id, content="Hi, Sam here.")  # fmt: skip
-        note = Message(conversation_id=conversation_id, role=MessageRole.ASSISTANT, author=MessageAuthor.AGENT,
+        note = Message(conversation_id=key, role=MessageRole.ASSISTANT, author=MessageAuthor.AGENT,
                        agent_id=agent.id, private=True, content="Internal: check the refund")  # fmt: skip
         session.add_all([reply, note])
         session.commit()

@@ -1,0 +1,135 @@
+"""Request size limits and ``OPTIONS``, answered before a request reaches any route (an ASGI middleware).
+
+- A request line longer than ``MAX_URL_BYTES`` is a 414; headers over ``MAX_HEADER_BYTES`` in all, or more than
+  ``MAX_HEADER_COUNT`` of them, a 431; a body over ``MAX_BODY_BYTES`` a 413. Bodies are read up to that limit before
+  the route runs, whether the client sent a ``Content-Length`` or chunks.
+- ``OPTIONS`` on a known path (that is not a CORS preflight, which ``CORSMiddleware`` answers) is a 204 whose
+  ``Allow`` lists every method of the path; a 405 gets the same complete ``Allow`` header.
+
+uvicorn parses requests before this runs; ``UVICORN_LIMITS`` makes its own header buffer larger than these limits, so
+a client past them gets the clear status code from here rather than uvicorn's bare 400.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.datastructures import Headers, MutableHeaders
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Match
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+MAX_URL_BYTES = 8 * 1024
+MAX_HEADER_BYTES = 16 * 1024
+MAX_HEADER_COUNT = 100
+MAX_BODY_BYTES = 256 * 1024
+# h11's buffer for a request line plus headers; above both limits so that they, not h11, answer.
+UVICORN_LIMITS: dict[str, Any] = {"h11_max_incomplete_event_size": 64 * 1024}
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+def _error(status_code: int, detail: str) -> Response:
+    return JSONResponse({"detail": detail}, status_code=status_code)
+
+
+class RequestLimits:
+    """See the module docstring. ``routes`` are the application's, to know which methods a path allows."""
+
+    def __init__(self, app: ASGIApp, *, routes: list[BaseRoute]) -> None:
+        self.app = app
+        self.routes = routes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        refusal = self._refusal(scope)
+        if refusal is not None:
+            await refusal(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        if scope["method"] == "OPTIONS" and "access-control-request-method" not in headers:
+            await self._options(scope, receive, send)
+            return
+        if scope["method"] in _BODY_METHODS:
+            body = await _read_body(receive, headers)
+            if body is None:
+                too_large = _error(413, f"The request body is larger than {MAX_BODY_BYTES} bytes.")
+                await too_large(scope, receive, send)
+                return
+            receive = _replay(body, receive)
+        await self.app(scope, receive, self._complete_allow(scope, send))
+
+    @staticmethod
+    def _refusal(scope: Scope) -> Response | None:
+        url_bytes = len(scope.get("raw_path") or scope["path"].encode()) + len(scope.get("query_string", b""))
+        if url_bytes > MAX_URL_BYTES:
+            return _error(414, f"The URL is longer than {MAX_URL_BYTES} bytes.")
+        raw_headers = scope.get("headers", [])
+        size = sum(len(name) + len(value) + 4 for name, value in raw_headers)
+        if size > MAX_HEADER_BYTES or len(raw_headers) > MAX_HEADER_COUNT:
+            return _error(
+                431,
+                f"The request headers are too large (at most {MAX_HEADER_COUNT} headers, {MAX_HEADER_BYTES} bytes).",
+            )
+        return None
+
+    def allowed_methods(self, scope: Scope) -> set[str]:
+        methods: set[str] = set()
+        for route in self.routes:
+            match, _ = route.matches(scope)
+            if match is not Match.NONE:
+                methods |= set(getattr(route, "methods", None) or ())
+        return methods
+
+    async def _options(self, scope: Scope, receive: Receive, send: Send) -> None:
+        methods = self.allowed_methods(scope)
+        if not methods:
+            await _error(404, "Not Found")(scope, receive, send)
+            return
+        allow = ", ".join(sorted(methods | {"OPTIONS"}))
+        await Response(status_code=204, headers={"Allow": allow})(scope, receive, send)
+
+    def _complete_allow(self, scope: Scope, send: Send) -> Send:
+        async def send_with_allow(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] == 405:
+                methods = self.allowed_methods(scope)
+                if methods:
+                    MutableHeaders(scope=message)["Allow"] = ", ".join(sorted(methods | {"OPTIONS"}))
+            await send(message)
+
+        return send_with_allow
+
+
+async def _read_body(receive: Receive, headers: Headers) -> bytes | None:
+    """The whole body, or None as soon as it is known to be over the limit."""
+    declared = headers.get("content-length", "")
+    if declared.isascii() and declared.isdigit() and len(declared) < 20 and int(declared) > MAX_BODY_BYTES:
+        return None
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()  # after the body: the client's disconnect, when it comes
+
+    return replay
