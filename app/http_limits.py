@@ -26,6 +26,7 @@ MAX_BODY_BYTES = 256 * 1024
 # h11's buffer for a request line plus headers; above both limits so that they, not h11, answer.
 UVICORN_LIMITS: dict[str, Any] = {"h11_max_incomplete_event_size": 64 * 1024}
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
 
 
 def _error(status_code: int, detail: str) -> Response:
@@ -75,12 +76,14 @@ class RequestLimits:
         return None
 
     def allowed_methods(self, scope: Scope) -> set[str]:
-        methods: set[str] = set()
-        for route in self.routes:
-            match, _ = route.matches(scope)
-            if match is not Match.NONE:
-                methods |= set(getattr(route, "methods", None) or ())
-        return methods
+        """The methods some route answers on this path: each is tried against the routes, which also works for
+        routers nested in routers."""
+        allowed = set()
+        for method in _METHODS:
+            probe = {**scope, "method": method}
+            if any(route.matches(probe)[0] is Match.FULL for route in self.routes):
+                allowed.add(method)
+        return allowed
 
     async def _options(self, scope: Scope, receive: Receive, send: Send) -> None:
         methods = self.allowed_methods(scope)

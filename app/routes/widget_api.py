@@ -148,6 +148,7 @@ def _own_conversation(session: Session, visitor: Visitor, conversation_ref: str)
     )
     conversation = session.exec(statement).first()
     if conversation is None:
+        _customer(session, visitor)  # a revoked token is a 401 here too, so the widget starts a new session
         session.rollback()  # ends the read transaction (see the module docstring)
         raise HTTPException(status.HTTP_404_NOT_FOUND, detail="Conversation not found.")
     return conversation
