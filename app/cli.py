@@ -113,6 +113,7 @@ def _add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 def _run_serve(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
+    from app.http_limits import UVICORN_LIMITS
     from app.local_model import REAL_ENDPOINT_HINT, LocalModelError, LocalModelServer
     from app.main import create_app
 
@@ -145,7 +146,14 @@ def _run_serve(args: argparse.Namespace, settings: Settings) -> int:
     else:
         print(f"  LLM:           {settings.chat_model} at {settings.llm_base_url}\n")
     try:
-        uvicorn.run(create_app(settings), host=host, port=port, log_level="info", access_log=settings.access_log)
+        uvicorn.run(
+            create_app(settings),
+            host=host,
+            port=port,
+            log_level="info",
+            access_log=settings.access_log,
+            **UVICORN_LIMITS,
+        )
     finally:
         if local is not None:
             local.stop()

@@ -58,8 +58,13 @@ def check_identifier(value: str) -> str:
     return value
 
 
+# The OpenAPI document states the rules the validators enforce (with their clearer messages).
+NO_CONTROL_CHARACTERS = r"^[^\x00-\x1f\x7f]*$"
+SOME_VISIBLE_TEXT = r"[^\s\x00-\x1f\x7f]"
 FreeText = Annotated[str, AfterValidator(clean_free_text)]
-IdentifierText = Annotated[str, AfterValidator(check_identifier)]
+IdentifierText = Annotated[
+    str, AfterValidator(check_identifier), Field(json_schema_extra={"pattern": NO_CONTROL_CHARACTERS})
+]
 
 
 # --- strict JSON bodies ---------------------------------------------------------------------------------------

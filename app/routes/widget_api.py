@@ -25,7 +25,7 @@ from sqlmodel import Session, col, select
 from app.conversation_context import start_first_segment
 from app.deps import ServicesDep, SessionDep, StreamVisitorDep, VisitorDep
 from app.events import Event, SubscriptionClosed
-from app.http_input import DatabaseInt, FreeText, IdentifierText, StrictJSONRoute
+from app.http_input import SOME_VISIBLE_TEXT, DatabaseInt, FreeText, IdentifierText, StrictJSONRoute
 from app.identity import IdentityError, Visitor, verify_shop_identity
 from app.models import (
     Agent,
@@ -100,7 +100,8 @@ class WidgetMessage(BaseModel):
 
 class MessageIn(BaseModel):
     content: Annotated[FreeText, AfterValidator(_not_blank)] = Field(
-        description="The customer's text; its longest accepted length is the server's MEMDESK_MAX_MESSAGE_CHARS (413)"
+        description="The customer's text; its longest accepted length is the server's MEMDESK_MAX_MESSAGE_CHARS (413)",
+        json_schema_extra={"pattern": SOME_VISIBLE_TEXT},
     )
 
 
@@ -301,10 +302,23 @@ def _customer_event(event: Event, conversation_ref: str) -> str | None:
 EVENT_STREAM_DOC: dict[int | str, dict[str, Any]] = {
     200: {
         "description": (
-            "Server-sent events: message.created, message.delta, typing, conversation.status, resync. "
-            "Each has an id; reconnect with Last-Event-ID to get what was missed."
+            "Server-sent events. Each has an id; reconnect with Last-Event-ID to get what was missed. "
+            "`message.created` carries a message, `message.delta` a fragment of the reply being written, `typing` "
+            "and `conversation.status` the bot's state, and `resync` says the history is gone: reload the messages."
         ),
-        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        "content": {
+            "text/event-stream": {
+                "schema": {
+                    "type": "object",
+                    "required": ["id", "event", "data"],
+                    "properties": {
+                        "id": {"type": "string"},
+                        "event": {"type": "string", "enum": sorted(CUSTOMER_EVENT_TYPES)},
+                        "data": {"type": "string", "contentMediaType": "application/json"},
+                    },
+                }
+            }
+        },
     },
     **error_responses(status.HTTP_404_NOT_FOUND),
 }

@@ -19,6 +19,7 @@ import uvicorn
 from fastapi import FastAPI
 from sqlmodel import Session, col, select
 
+from app.http_limits import UVICORN_LIMITS
 from app.identity import shop_identity_hmac
 from app.main import create_app
 from app.models import Conversation, Customer, Message, Order, OrderStatus
@@ -158,7 +159,7 @@ def run_live_app(settings: Settings, **app_options: Any) -> Iterator[LiveApp]:
     app = create_app(settings, **app_options)
     sock = _free_socket()
     port = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5, **UVICORN_LIMITS)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
