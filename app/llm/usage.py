@@ -1,4 +1,4 @@
-"""Token usage and cost per model, recorded by the LLM gateway after every call (``app.llm``)."""
+"""Token usage and cost per model, recorded by the LLM gateway after every call."""
 
 from __future__ import annotations
 

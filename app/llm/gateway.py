@@ -1,0 +1,288 @@
+"""``LLMGateway``: the chat model and the summary model over OpenAI-compatible endpoints (see ``app.llm``)."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Self, cast
+
+import openai
+from openai.types.chat import ChatCompletion, ChatCompletionChunk, ChatCompletionMessageParam
+from pydantic import SecretStr
+
+from app.llm.errors import TRANSLATED_ERRORS, Endpoint, ErrorTranslator
+from app.llm.responses import ChatResponse, checked_completion, first_choice, response_from_completion, usage_of
+from app.llm.streaming import StreamAssembler
+from app.llm.usage import UsageLedger
+from app.settings import ModelPrice, Settings
+from compression.types import Completion, Message, Usage
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT_S = 30.0
+DEFAULT_CONNECT_TIMEOUT_S = 5.0
+DEFAULT_MAX_RETRIES = 2
+# Local servers ignore the key, but the SDK refuses to start without one.
+PLACEHOLDER_API_KEY = "not-needed"
+CHAT_COMPLETIONS_PATH = "/chat/completions"
+# MEMDESK_LLM_BASE_URL unset means the bundled local model, served on MEMDESK_LOCAL_MODEL_PORT.
+EMBEDDED_BASE_URL_TEMPLATE = "http://127.0.0.1:{port}/v1"
+# Keys of a chat message that OpenAI-compatible APIs accept; the rest (created_at, ids) stays in memdesk.
+API_MESSAGE_KEYS = frozenset({"role", "content", "name", "tool_calls", "tool_call_id"})
+
+DeltaCallback = Callable[[str], Awaitable[None] | None]
+
+
+@dataclass
+class _CallState:
+    """What is learned during a call, for the error raised if it fails later."""
+
+    request_id: str | None = None
+
+
+class LLMGateway:
+    """Chat model and summary model over OpenAI-compatible endpoints; see ``app.llm``."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        chat_model: str,
+        api_key: str | SecretStr = PLACEHOLDER_API_KEY,
+        summary_model: str | None = None,
+        summary_base_url: str | None = None,
+        summary_api_key: str | SecretStr | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        prices: Mapping[str, ModelPrice] | None = None,
+        ledger: UsageLedger | None = None,
+    ) -> None:
+        if timeout_s <= 0:
+            raise ValueError(f"timeout_s must be > 0 seconds, got {timeout_s}")
+        if max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+        self.chat_model = chat_model
+        self.summary_model = summary_model
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries
+        self.ledger = ledger if ledger is not None else UsageLedger(prices)
+
+        chat_key = _secret_value(api_key)
+        summary_key = _secret_value(summary_api_key) if summary_api_key is not None else chat_key
+        self._errors = ErrorTranslator(secrets=(chat_key, summary_key), timeout_s=timeout_s)
+        self._chat_endpoint = Endpoint(base_url, "MEMDESK_LLM_BASE_URL", "MEMDESK_LLM_API_KEY")
+        self._summary_endpoint = Endpoint(
+            summary_base_url or base_url,
+            "MEMDESK_SUMMARY_BASE_URL" if summary_base_url else "MEMDESK_LLM_BASE_URL",
+            "MEMDESK_SUMMARY_API_KEY" if summary_api_key is not None else "MEMDESK_LLM_API_KEY",
+        )
+
+        timeout = openai.Timeout(timeout_s, connect=min(timeout_s, DEFAULT_CONNECT_TIMEOUT_S))
+        options: dict[str, Any] = {"timeout": timeout, "max_retries": max_retries}
+        self._chat_async = openai.AsyncOpenAI(base_url=base_url, api_key=chat_key, **options)
+        self._chat_sync = openai.OpenAI(base_url=base_url, api_key=chat_key, **options)
+        if (self._summary_endpoint.base_url, summary_key) == (base_url, chat_key):
+            self._summary_sync = self._chat_sync
+        else:
+            self._summary_sync = openai.OpenAI(base_url=self._summary_endpoint.base_url, api_key=summary_key, **options)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, ledger: UsageLedger | None = None) -> LLMGateway:
+        """The gateway the app runs with; no ``llm_base_url`` means the embedded local model's server."""
+        base_url = settings.llm_base_url or EMBEDDED_BASE_URL_TEMPLATE.format(port=settings.local_model_port)
+        return cls(
+            base_url=base_url,
+            chat_model=settings.chat_model,
+            api_key=settings.llm_api_key,
+            summary_model=settings.summary_model_override,
+            summary_base_url=settings.summary_base_url,
+            summary_api_key=settings.summary_api_key,
+            timeout_s=settings.llm_timeout_s,
+            max_retries=settings.llm_max_retries,
+            prices=settings.model_prices,
+            ledger=ledger,
+        )
+
+    @property
+    def chat_endpoint(self) -> str:
+        return self._chat_endpoint.display
+
+    @property
+    def summary_endpoint(self) -> str:
+        return self._summary_endpoint.display
+
+    def __repr__(self) -> str:
+        return (
+            f"LLMGateway(chat_model={self.chat_model!r}, chat_endpoint={self.chat_endpoint!r}, "
+            f"summary_model={self.summary_model!r}, summary_endpoint={self.summary_endpoint!r})"
+        )
+
+    # chat ------------------------------------------------------------------------------------------------------
+
+    async def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        stream: bool = False,
+        on_delta: DeltaCallback | None = None,
+        max_tokens: int | None = None,
+    ) -> ChatResponse:
+        """One chat completion from the chat model (``max_tokens`` caps the reply when given).
+
+        Streamed, ``on_delta`` receives each text fragment as it arrives; not streamed, it receives the whole
+        text once. Either way the returned ``ChatResponse`` holds the complete content and tool calls.
+        """
+        model = self.chat_model
+        body = chat_body(model, messages, tools, stream=stream, max_tokens=max_tokens)
+        with self._translated_errors(model, self._chat_endpoint) as state:
+            if stream:
+                response = await self._chat_streamed(model, body, on_delta, state)
+            else:
+                posted = await self._chat_async.post(CHAT_COMPLETIONS_PATH, cast_to=ChatCompletion, body=body)
+                completion = checked_completion(posted)
+                state.request_id = completion._request_id
+                response = response_from_completion(completion, model=model, request_id=state.request_id)
+                if on_delta is not None and response.content:
+                    await _emit(on_delta, response.content)
+        self._record(model, response.usage, response.model, response.request_id)
+        return response
+
+    async def _chat_streamed(
+        self, model: str, body: dict[str, Any], on_delta: DeltaCallback | None, state: _CallState
+    ) -> ChatResponse:
+        stream = await self._chat_async.post(
+            CHAT_COMPLETIONS_PATH,
+            cast_to=ChatCompletion,
+            body=body,
+            stream=True,
+            stream_cls=openai.AsyncStream[ChatCompletionChunk],
+        )
+        state.request_id = stream.response.headers.get("x-request-id")
+        assembler = StreamAssembler(model)
+        async with stream:
+            async for chunk in stream:
+                text = assembler.add(chunk)
+                if text and on_delta is not None:
+                    await _emit(on_delta, text)
+        return assembler.result(state.request_id)
+
+    # complete (SummaryLLM) --------------------------------------------------------------------------------------
+
+    def complete(self, messages: list[Message], *, model: str, max_tokens: int) -> Completion:
+        """A blocking completion for the compressor; the text may be empty (the compressor judges it)."""
+        on_summary_endpoint = self.summary_model is not None and model == self.summary_model
+        client = self._summary_sync if on_summary_endpoint else self._chat_sync
+        endpoint = self._summary_endpoint if on_summary_endpoint else self._chat_endpoint
+        with self._translated_errors(model, endpoint) as state:
+            created = client.chat.completions.create(
+                model=model, messages=wire_messages(messages), max_tokens=max_tokens, stream=False
+            )
+            completion = checked_completion(created)
+            state.request_id = completion._request_id
+            text = first_choice(completion).message.content or ""
+            usage = usage_of(completion.usage)
+            answered_by = completion.model or model
+        self._record(model, usage, answered_by, state.request_id)
+        return Completion(text=text, model=answered_by, usage=usage)
+
+    # lifecycle --------------------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the synchronous clients; ``aclose`` closes the asynchronous one too."""
+        self._chat_sync.close()
+        if self._summary_sync is not self._chat_sync:
+            self._summary_sync.close()
+
+    async def aclose(self) -> None:
+        await self._chat_async.close()
+        self.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    # internals --------------------------------------------------------------------------------------------------
+
+    def _record(self, model: str, usage: Usage | None, answered_by: str, request_id: str | None) -> None:
+        totals = self.ledger.record(model, usage, answered_by=answered_by)
+        logger.debug(
+            "LLM call model=%s answered_by=%s request_id=%s usage=%s cost_total_usd=%.6f",
+            model,
+            answered_by,
+            request_id,
+            usage,
+            totals.cost_usd,
+        )
+
+    @contextmanager
+    def _translated_errors(self, model: str, endpoint: Endpoint) -> Iterator[_CallState]:
+        state = _CallState()
+        try:
+            yield state
+        except TRANSLATED_ERRORS as exc:
+            error = self._errors.translate(exc, model, endpoint, state.request_id)
+            self.ledger.record_failure(model)
+            logger.warning("%s (%s)", error, type(error).__name__)
+            raise error from exc
+
+
+def _secret_value(key: str | SecretStr) -> str:
+    return key.get_secret_value() if isinstance(key, SecretStr) else key
+
+
+def wire_messages(messages: Sequence[Message]) -> list[ChatCompletionMessageParam]:
+    """Messages as the API accepts them: only API keys, and no empty ``tool_calls`` list (OpenAI rejects it)."""
+    wire: list[dict[str, Any]] = []
+    for message in messages:
+        clean = {key: value for key, value in message.items() if key in API_MESSAGE_KEYS}
+        if "tool_calls" in clean and not clean["tool_calls"]:
+            del clean["tool_calls"]
+        wire.append(clean)
+    return cast(list[ChatCompletionMessageParam], wire)
+
+
+def chat_body(
+    model: str,
+    messages: Sequence[Message],
+    tools: Sequence[Mapping[str, Any]] | None,
+    *,
+    stream: bool,
+    max_tokens: int | None,
+) -> dict[str, Any]:
+    """The JSON body of a chat completion request.
+
+    Sent with the client's generic ``post`` (same retries, timeouts and errors as ``chat.completions.create``)
+    because our messages and tools are plain JSON already: the typed method walks every node of every message and
+    tool schema on each request, which was a third of memdesk's CPU time per turn in ``benchmarks.chat_turns``.
+    """
+    body: dict[str, Any] = {"model": model, "messages": wire_messages(messages), "stream": stream}
+    if stream:
+        body["stream_options"] = {"include_usage": True}
+    if tools:
+        body["tools"] = [dict(tool) for tool in tools]
+    if max_tokens is not None:
+        body["max_tokens"] = max_tokens
+    return body
+
+
+async def _emit(on_delta: DeltaCallback, text: str) -> None:
+    result = on_delta(text)
+    if inspect.isawaitable(result):
+        await result
