@@ -20,7 +20,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session
 
 from app.db import create_db_engine, current_revision, migrate
-from app.seed import DEMO_BASE_DATE, seed_demo
+from app.demo_shop import DEMO_BASE_DATE, seed_demo
 from app.settings import Settings, get_settings
 
 EXIT_OK = 0

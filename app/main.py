@@ -23,6 +23,7 @@ from sqlalchemy import Engine
 
 from app.agent import AgentService, EngineFactory, MemorySection
 from app.db import create_db_engine, upgrade
+from app.demo_shop import shop_tools
 from app.events import EventBroker
 from app.http_input import validation_error_response
 from app.http_limits import RequestLimits
@@ -77,7 +78,9 @@ def create_app(
         db = create_db_engine(config.resolved_database_url)
         upgrade(db)
         llm = gateway or LLMGateway.from_settings(config)
-        tools = build_tool_registry(tools_config_path=config.tools_config_path)
+        tools = build_tool_registry(
+            tools=shop_tools() if config.demo_shop else (), tools_config_path=config.tools_config_path
+        )
         broker = EventBroker()
         memory = await anyio.to_thread.run_sync(build_memory_service, config, db) if config.memory_enabled else None
         agent = AgentService(

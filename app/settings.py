@@ -53,6 +53,8 @@ class Settings(BaseSettings):
     secret_key: SecretStr = SecretStr(PLACEHOLDER_SECRET)
     widget_identity_secret: SecretStr | None = None
     tools_config_path: Path | None = None
+    # The demo shop's order tools; switch them off when the shop's own API is reached through HTTP tools.
+    demo_shop: bool = True
 
     # Long-term memory (Mem0): embedded Qdrant + local MiniLM by default; pgvector and an embeddings endpoint at scale.
     memory_enabled: bool = True

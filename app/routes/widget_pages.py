@@ -22,11 +22,11 @@ from fastapi.responses import FileResponse, HTMLResponse
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from sqlmodel import col, select
 
+from app.demo_shop.catalog import PRODUCTS
+from app.demo_shop.generator import DEMO_CUSTOMER_EXTERNAL_ID
 from app.deps import ServicesDep, SessionDep
 from app.identity import shop_identity_hmac
 from app.models import Customer
-from app.seed.catalog import PRODUCTS
-from app.seed.generator import DEMO_CUSTOMER_EXTERNAL_ID
 
 router = APIRouter(tags=["widget"])
 

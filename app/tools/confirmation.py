@@ -64,9 +64,7 @@ def latest_customer_message_index(messages: Sequence[Mapping[str, Any]]) -> int 
     return None
 
 
-def customer_confirmed_in_messages(
-    messages: Sequence[Mapping[str, Any]], *, write_tools: Collection[str]
-) -> bool:
+def customer_confirmed_in_messages(messages: Sequence[Mapping[str, Any]], *, write_tools: Collection[str]) -> bool:
     """The customer's latest message is a yes, not yet spent by a write action (``write_tools``) after it."""
     index = latest_customer_message_index(messages)
     if index is None or not is_affirmative(message_text(messages[index])):

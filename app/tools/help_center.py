@@ -122,8 +122,8 @@ def search_articles(articles: Sequence[HelpArticle], query: str, *, limit: int =
         score = _phrase_bonus(article, query_phrase) if idf else 0.0
         for term, weight in idf.items():
             frequency = bodies[index][term]
-            body_score = frequency * (BM25_K1 + 1) / (
-                frequency + BM25_K1 * (1 - BM25_B + BM25_B * body_length / average_length)
+            body_score = (
+                frequency * (BM25_K1 + 1) / (frequency + BM25_K1 * (1 - BM25_B + BM25_B * body_length / average_length))
             )
             boost = TITLE_WEIGHT * (term in titles[index]) + TAG_WEIGHT * (term in tags[index])
             score += weight * (body_score + boost)

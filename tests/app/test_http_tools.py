@@ -15,6 +15,7 @@ import httpx
 import pytest
 from sqlmodel import Session
 
+from app.demo_shop import shop_tools
 from app.tools import ErrorCode, ToolConfigError, ToolContext, ToolRegistry, build_tool_registry
 from app.tools.http_tools import MAX_RESPONSE_BYTES, load_http_tools, parse_http_tools
 from app.tools.json_schema import check_schema, validate
@@ -209,7 +210,9 @@ def run(registry: ToolRegistry, ctx: ToolContext, name: str, **arguments: Any) -
 def test_config_file_tools_register_next_to_builtin_tools(
     api: ShopAPI, environ: dict[str, str], tmp_path: Path, session: Session, fmt: str
 ) -> None:
-    registry = build_tool_registry(tools_config_path=write_config(tmp_path, api.base_url, fmt=fmt), environ=environ)
+    registry = build_tool_registry(
+        tools=shop_tools(), tools_config_path=write_config(tmp_path, api.base_url, fmt=fmt), environ=environ
+    )
     try:
         specs = {spec["function"]["name"]: spec["function"] for spec in registry.openai_specs()}
         assert "list_orders" in specs and "order_lookup" in specs
@@ -373,7 +376,7 @@ def test_duplicate_tool_names_are_refused(tmp_path: Path) -> None:
     path = tmp_path / "tools.json"
     path.write_text(json.dumps({"tools": [tool("get_order", "https://api.example.com/a")]}), encoding="utf-8")
     with pytest.raises(ToolConfigError, match="already registered"):
-        build_tool_registry(tools_config_path=path, environ={})
+        build_tool_registry(tools=shop_tools(), tools_config_path=path, environ={})
 
 
 @pytest.mark.parametrize(

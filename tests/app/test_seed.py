@@ -15,6 +15,14 @@ from sqlmodel import Session, SQLModel, select
 
 from app.cli import main
 from app.db import create_db_engine, migrate
+from app.demo_shop import (
+    DEMO_BASE_DATE,
+    DEMO_CUSTOMER_EXTERNAL_ID,
+    HELP_ARTICLES,
+    SeedReport,
+    generate_demo_shop,
+    seed_demo,
+)
 from app.models import (
     Customer,
     HelpArticle,
@@ -26,14 +34,6 @@ from app.models import (
     RefundStatus,
     Shipment,
     ShipmentStatus,
-)
-from app.seed import (
-    DEMO_BASE_DATE,
-    DEMO_CUSTOMER_EXTERNAL_ID,
-    HELP_ARTICLES,
-    SeedReport,
-    generate_demo_shop,
-    seed_demo,
 )
 
 SHOP_TABLES: tuple[type[SQLModel], ...] = (Customer, Product, Order, OrderItem, Shipment, Refund, HelpArticle)

@@ -10,11 +10,14 @@ from typing import Any
 import pytest
 from sqlmodel import Session, select
 
+from app.demo_shop import HELP_ARTICLES, shop_tools
 from app.models import AuditEvent, Conversation, ConversationStatus, HelpArticle, Order, OrderStatus, Refund
-from app.seed import HELP_ARTICLES
-from app.tools import ErrorCode, Tool, ToolContext, ToolRegistry, build_tool_registry
+from app.scripted_llm import ScriptedLLMServer
+from app.tools import ErrorCode, Tool, ToolContext, ToolRegistry, build_tool_registry, support_tools
 from app.tools.confirmation import is_affirmative
 from app.tools.typed import ToolArguments, TypedTool
+from tests.app.conftest import app_settings
+from tests.app.live_app import run_live_app
 from tests.app.shop_fixtures import (
     ALICE_CANCELLED,
     ALICE_DELIVERED,
@@ -52,7 +55,7 @@ def session(shop: TinyShop) -> Iterator[Session]:
 
 @pytest.fixture
 def registry() -> ToolRegistry:
-    return build_tool_registry()
+    return build_tool_registry(tools=shop_tools())
 
 
 def alice(session: Session, shop: TinyShop, *lines: str) -> ToolContext:
@@ -540,3 +543,16 @@ def test_transfer_to_human_needs_the_customers_own_conversation(
     session.expire_all()
     bob_conversation = session.get(Conversation, shop.bob_conversation_id)
     assert bob_conversation is not None and bob_conversation.status == ConversationStatus.BOT
+
+
+def test_without_the_demo_shop_the_model_is_offered_only_the_support_tools(
+    tmp_path: Path, scripted_server: ScriptedLLMServer
+) -> None:
+    for live in run_live_app(app_settings(tmp_path, scripted_server, demo_shop=False)):
+        client, _ = live.visitor()
+        conversation = live.conversation(client)
+        client.post(f"/api/widget/conversations/{conversation}/messages", json={"content": "hello"})
+        live.wait_for_reply(conversation)
+        offered = {tool["function"]["name"] for tool in scripted_server.chat_requests[0].json["tools"]}
+        assert offered == {tool.name for tool in support_tools()}
+        assert "get_order" not in offered

@@ -14,12 +14,12 @@ from datetime import datetime
 
 from sqlmodel import Session, col, select
 
+from app.demo_shop.catalog import CatalogProduct, HelpArticleSeed
+from app.demo_shop.generator import DEMO_BASE_DATE, DEMO_RANDOM_SEED, DemoCustomer, DemoOrder, generate_demo_shop
+from app.demo_shop.help_account import ACCOUNT_ARTICLES
+from app.demo_shop.help_orders import ORDER_ARTICLES
+from app.demo_shop.help_returns import RETURN_ARTICLES
 from app.models import Customer, HelpArticle, Order, OrderItem, Product, Refund, Shipment
-from app.seed.catalog import CatalogProduct, HelpArticleSeed
-from app.seed.generator import DEMO_BASE_DATE, DEMO_RANDOM_SEED, DemoCustomer, DemoOrder, generate_demo_shop
-from app.seed.help_account import ACCOUNT_ARTICLES
-from app.seed.help_orders import ORDER_ARTICLES
-from app.seed.help_returns import RETURN_ARTICLES
 
 HELP_ARTICLES: tuple[HelpArticleSeed, ...] = ORDER_ARTICLES + RETURN_ARTICLES + ACCOUNT_ARTICLES
 

@@ -16,10 +16,7 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from app.models import Order, OrderStatus, Refund, RefundStatus, ShippingAddress, utc_now
-from app.tools.audit import record_audit_event
-from app.tools.registry import ErrorCode, ToolContext, ToolError
-from app.tools.shop import (
+from app.demo_shop.tools import (
     ORDER_NUMBER_DESCRIPTION,
     address_of,
     find_customer_order,
@@ -28,6 +25,9 @@ from app.tools.shop import (
     one_line_address,
     refundable_cents,
 )
+from app.models import Order, OrderStatus, Refund, RefundStatus, ShippingAddress, utc_now
+from app.tools.audit import record_audit_event
+from app.tools.registry import ErrorCode, ToolContext, ToolError
 from app.tools.typed import ConfirmableArguments, TypedTool
 
 CENTS_PER_UNIT = 100
@@ -135,9 +135,7 @@ def amount_to_cents(amount: float) -> int:
         raise ToolError(ErrorCode.INVALID_ARGUMENTS, f"{amount} is not a valid amount.") from exc
     cents = decimal * CENTS_PER_UNIT
     if cents != cents.to_integral_value():
-        raise ToolError(
-            ErrorCode.INVALID_ARGUMENTS, f"The amount {amount} has more than two decimals; use e.g. 42.10."
-        )
+        raise ToolError(ErrorCode.INVALID_ARGUMENTS, f"The amount {amount} has more than two decimals; use e.g. 42.10.")
     return int(cents)
 
 
@@ -185,9 +183,7 @@ class RequestRefundTool(TypedTool[RequestRefundArguments]):
     def run(self, arguments: RequestRefundArguments, context: ToolContext) -> dict[str, Any]:
         order, amount = self._checked(arguments, context)
         assert order.id is not None
-        refund = Refund(
-            order_id=order.id, amount_cents=amount, reason=arguments.reason, status=RefundStatus.REQUESTED
-        )
+        refund = Refund(order_id=order.id, amount_cents=amount, reason=arguments.reason, status=RefundStatus.REQUESTED)
         context.session.add(refund)
         context.session.flush()
         record_audit_event(
@@ -308,4 +304,3 @@ class ChangeShippingAddressTool(TypedTool[ChangeAddressArguments]):
             "shipping_address": address_of(new),
             "message": f"The order will ship to {one_line_address(new)}.",
         }
-

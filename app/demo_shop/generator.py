@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, TypeVar
 
-from app.models import OrderStatus, RefundStatus, ShipmentStatus
-from app.seed.catalog import (
+from app.demo_shop.catalog import (
     CITIES,
     FIRST_NAMES,
     LAST_NAMES,
@@ -30,6 +29,7 @@ from app.seed.catalog import (
     CatalogProduct,
     City,
 )
+from app.models import OrderStatus, RefundStatus, ShipmentStatus
 
 T = TypeVar("T")
 
@@ -143,9 +143,7 @@ class DemoShop:
     orders: tuple[DemoOrder, ...]  # oldest first
 
 
-def generate_demo_shop(
-    *, base_date: datetime = DEMO_BASE_DATE, random_seed: int = DEMO_RANDOM_SEED
-) -> DemoShop:
+def generate_demo_shop(*, base_date: datetime = DEMO_BASE_DATE, random_seed: int = DEMO_RANDOM_SEED) -> DemoShop:
     """The whole demo shop; the same arguments always give the same result."""
     if base_date.utcoffset() is None:
         raise ValueError("base_date must be timezone-aware, for example datetime(2026, 11, 20, tzinfo=UTC).")
@@ -171,8 +169,7 @@ class _ShopGenerator:
     def shop(self) -> DemoShop:
         customers = [self.customer(number) for number in range(1, CUSTOMER_COUNT + 1)]
         orders = [
-            self.demo_customer_order(customers[0], status, index)
-            for index, status in enumerate(DEMO_CUSTOMER_ORDERS)
+            self.demo_customer_order(customers[0], status, index) for index, status in enumerate(DEMO_CUSTOMER_ORDERS)
         ]
         while len(orders) < ORDER_COUNT:
             customer = self.rng.choice(customers)
@@ -291,9 +288,7 @@ class _ShopGenerator:
         shipped = status in (OrderStatus.SHIPPED, OrderStatus.DELIVERED)
         return shipped and len(items) > 1 and self.rng.random() < SPLIT_SHIPMENT_PROBABILITY
 
-    def refund(
-        self, items: tuple[DemoItem, ...], total: int, delivered_at: datetime, *, partial: bool
-    ) -> DemoRefund:
+    def refund(self, items: tuple[DemoItem, ...], total: int, delivered_at: datetime, *, partial: bool) -> DemoRefund:
         rng = self.rng
         full = not partial and rng.random() < FULL_REFUND_PROBABILITY
         amount = total if full else min(total, rng.choice(items).unit_price_cents)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.seed.catalog import HelpArticleSeed, article
+from app.demo_shop.catalog import HelpArticleSeed, article
 
 ACCOUNT_ARTICLES: tuple[HelpArticleSeed, ...] = (
     article(
