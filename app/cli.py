@@ -1,8 +1,8 @@
 """The ``memdesk`` command line.
 
 Subcommands live in ``COMMANDS``: each ``Command`` names itself, adds its own arguments and runs with the parsed
-arguments and the settings, returning the process exit code. Adding one (``serve``, ``sync``…) means writing its two
-functions and adding a row to the table. Settings come from ``MEMDESK_*`` environment variables (or ``.env``);
+arguments and the settings, returning the process exit code. Adding one means writing its two functions and adding a
+row to the table. Settings come from ``MEMDESK_*`` environment variables (or ``.env``);
 ``--database-url`` overrides ``MEMDESK_DATABASE_URL`` for one run.
 """
 
@@ -239,7 +239,6 @@ COMMANDS: tuple[Command, ...] = (
         _add_customer_arguments,
         _run_customer,
     ),
-    # sync is added here by its issue.
 )
 
 

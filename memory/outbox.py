@@ -1,15 +1,15 @@
 """``ConclusionOutbox``: delivers the durable outbox of conclusions to ``CustomerMemory``, exactly once.
 
 The outbox rows live in the application's database (the ``conclusions`` table), written in the same transaction
-as whatever produced them (a compaction, an agent's edit, the nightly sync). This module owns the delivery rules
+as whatever produced them (a compaction, for instance). This module owns the delivery rules
 and reaches the rows through ``OutboxRepository``, which the application implements:
 
 1. ``claim_due`` hands out pending rows whose next attempt is due.
 2. Each is stored with ``CustomerMemory.remember``, which is idempotent by content hash: a retry after a crash
    between the write to Mem0 and ``mark_delivered`` finds the memory already there and adds nothing.
 3. Success: ``mark_delivered`` with the memory id. Failure: ``mark_failed`` with the error and the next attempt time
-   (exponential backoff, capped); after ``max_attempts`` the row is marked failed for good, stays visible with its
-   last error, and the nightly sync retries it.
+   (exponential backoff, capped); after ``max_attempts`` the row is marked failed and stays visible with its last
+   error.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Lifecycle: a conclusion (decision, promise, preference or fact about a customer) is written here first, in the same
 transaction as whatever produced it, with status ``pending``. A delivery worker sends it to Mem0 and marks it
 ``delivered`` with the resulting ``memory_id``; each failure increments ``attempts`` and records ``last_error``
-(status ``failed`` once retries are exhausted, until the nightly sync picks it up again). ``content_hash`` is unique
+(status ``failed`` once retries are exhausted). ``content_hash`` is unique
 per customer, which makes producing the same conclusion twice a no-op.
 """
 
