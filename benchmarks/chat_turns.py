@@ -29,7 +29,7 @@ from typing import Any
 
 import httpx
 
-from benchmarks.compression import percentile
+from benchmarks.stats import percentile
 
 SESSIONS = 2
 SWEEP = (1, 2, 4, 8, 16)

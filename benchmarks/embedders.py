@@ -34,6 +34,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from benchmarks.stats import percentile
+
 OFFLINE_ENV = {
     "HF_HUB_OFFLINE": "1",
     "TRANSFORMERS_OFFLINE": "1",
@@ -47,7 +49,6 @@ RECALL_AT = 3
 BYTES_PER_MB = 1_000_000
 KIB_PER_MB = 1000 / 1024
 WORKER_TIMEOUT_S = 900
-PERCENTILES = 100
 
 # Packages memdesk installs anyway (Mem0 and its Qdrant store); install sizes count only what a candidate adds.
 BASE_DISTRIBUTIONS = ("mem0ai", "qdrant-client", "numpy")
@@ -185,10 +186,6 @@ def _rss_mb() -> dict[str, float]:
     return {key: round(int(fields[key].split()[0]) * KIB_PER_MB / 1000, 1) for key in ("VmRSS", "VmHWM")}
 
 
-def _percentile(values: Sequence[float], percent: int) -> float:
-    return statistics.quantiles(values, n=PERCENTILES, method="inclusive")[percent - 1]
-
-
 def _load_candidate(name: str, cache_dir: Path) -> Any:
     """Build the candidate, loaded and ready: an object with Mem0's ``embed`` and ``embed_batch``."""
     if name == "huggingface_provider":
@@ -311,8 +308,8 @@ def run_worker(name: str, cache_dir: Path, vectors_out: Path | None) -> dict[str
         "dims": len(vectors[0]),
         "load_s": round(load_s, 3),
         "first_embed_ms": round(first_embed_ms, 2),
-        "single_ms_p50": round(statistics.median(timings), 2),
-        "single_ms_p95": round(_percentile(timings, 95), 2),
+        "single_ms_p50": round(percentile(timings, 0.50), 2),
+        "single_ms_p95": round(percentile(timings, 0.95), 2),
         "single_ms_max": round(max(timings), 2),
         "batch_size": BATCH_SIZE,
         "batch_sentences_per_s": round(len(SENTENCES) / batch_s, 1),

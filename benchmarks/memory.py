@@ -48,6 +48,7 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
+from benchmarks.stats import percentile
 from memory.conclusions import Conclusion, ConclusionKind, ConclusionSource
 from memory.config import EmbedderKind, MemoryOptions, VectorStoreKind, prepare_environment
 from memory.store import RECALL_LIMIT, CustomerMemory
@@ -345,12 +346,6 @@ def rss_mib() -> float:
         if line.startswith("VmRSS:"):
             return round(int(line.split()[1]) / KIB_PER_MIB, 1)
     return math.nan
-
-
-def percentile(values: Sequence[float], share: float) -> float:
-    """Nearest-rank percentile."""
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
 
 
 def latency_summary(prefix: str, seconds: Sequence[float]) -> dict[str, float]:
