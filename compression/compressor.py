@@ -28,6 +28,7 @@ from compression.decisions import decision_key, parse_key_decisions
 from compression.engine import ContextEngine, register_engine, trace_event
 from compression.facts import DEFAULT_FACT_PATTERNS, FactExtractor, FactPattern, PinnedFacts
 from compression.pruning import PRUNE_MIN_CHARS, is_pruned, prune_tool_outputs, shrink_tool_output
+from compression.sanitize import sanitize_messages
 from compression.sections import CRITICAL_CONTEXT, append_to_section
 from compression.summarizer import (
     COOLDOWN_STEPS_S,
@@ -157,6 +158,8 @@ class ContextCompressor(ContextEngine):
         Called every turn, this costs only the turn's new messages and keeps ``compress`` itself fast.
         """
         for message in messages:
+            if not isinstance(message, dict):
+                continue
             content = message.get("content")
             if message.get("role") == "tool" and isinstance(content, str):
                 if len(content) >= PRUNE_MIN_CHARS and not is_pruned(content):
@@ -176,6 +179,19 @@ class ContextCompressor(ContextEngine):
         *,
         current_tokens: int | None = None,
         focus_topic: str | None = None,
+    ) -> CompressionResult:
+        clean = sanitize_messages(messages)
+        result = self._compress(clean.messages, current_tokens=current_tokens, focus_topic=focus_topic)
+        if clean.dropped or clean.repaired:
+            result.events[0]["input_repairs"] = clean.trace()
+            if result.compacted_range is not None:
+                start, end = result.compacted_range
+                result.compacted_range = (clean.origins[start], clean.origins[end - 1] + 1)
+                result.events[0]["compacted_range"] = list(result.compacted_range)
+        return result
+
+    def _compress(
+        self, messages: list[Message], *, current_tokens: int | None, focus_topic: str | None
     ) -> CompressionResult:
         started = time.perf_counter()
         estimated_before = estimate_messages_tokens(messages)

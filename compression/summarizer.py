@@ -33,7 +33,7 @@ from compression.sections import (
     parse_sections,
     render_sections,
 )
-from compression.tokens import content_text
+from compression.tokens import content_text, safe_json_text
 from compression.types import Completion, Message, SummaryLLM, Usage
 
 PROMPTS_DIR = Path(__file__).resolve().parent.parent / "templates" / "prompts"
@@ -113,8 +113,7 @@ def describe_turn(message: Message, index: int, tool_names: dict[str, str], head
     for call in message.get("tool_calls") or ():
         function = call.get("function") if isinstance(call, dict) else None
         if isinstance(function, dict):
-            arguments = function.get("arguments")
-            arguments = arguments if isinstance(arguments, str) else json.dumps(arguments)
+            arguments = safe_json_text(function.get("arguments"))
             preview = _clip(arguments, TOOL_ARGUMENTS_PREVIEW_CHARS, 0)
             lines.append(f"-> {function.get('name')}({preview})")
     return "\n".join(lines)
@@ -271,14 +270,14 @@ def _one_line(text: str, limit: int = FALLBACK_ITEM_CHARS) -> str:
 def _tool_outcome(content: str) -> str:
     try:
         parsed: Any = json.loads(content)
-    except ValueError:
+    except (ValueError, RecursionError):
         return _one_line(content, 120)
     if isinstance(parsed, dict):
         if "error" in parsed:
-            return _one_line(f"error {json.dumps(parsed['error'], ensure_ascii=False)}", 160)
+            return _one_line(f"error {safe_json_text(parsed['error'])}", 160)
         fields = {key: value for key, value in parsed.items() if not isinstance(value, (dict, list))}
         if fields:
-            return _one_line(json.dumps(fields, ensure_ascii=False), 160)
+            return _one_line(safe_json_text(fields), 160)
     return _one_line(content, 120)
 
 
