@@ -2,15 +2,23 @@
 
 1. Prune old tool output without an LLM (``pruning``).
 2-3. Keep the head and a token-budget tail verbatim (``boundaries``).
-4. Summarize the middle into structured customer-service notes with the summary model (``summarizer``), appending
-   every pinned identifier the summary left out (``facts``).
-5. On the next compaction, update those notes instead of summarizing them again.
+4. Summarize the middle into structured customer-service notes with the summary model (``summarizer``), in chunks
+   when it does not fit the summary model's window; key decisions get stable keys (``decisions``) and the
+   identifiers the notes left out are pinned within a budget (``pinning``).
+5. On the next compaction, update those notes instead of summarizing them again: the new compaction covers the
+   previous notes plus every turn since, so no turn is ever summarized from its raw text twice.
+
+The previous notes are found by ``NOTES_KEY`` on the message (set by this engine or by the host from its compaction
+record), never by their wording, so text that imitates the notes frame stays ordinary content.
 
 Budgets derive from the model's context length: compaction triggers at ``threshold_percent`` of the window (never
-below ``threshold_floor_tokens``), the tail keeps ``threshold x summary_target_ratio`` tokens and the summary may
-use min(5 % of the window, 12,000 tokens). Two breakers stop thrashing: after ``max_ineffective_compactions``
+below ``threshold_floor_tokens``) or at ``max_working_tokens``, whichever is lower; the tail keeps
+``threshold x summary_target_ratio`` tokens; the notes may use min(5 % of the window, 12,000 tokens), of which
+``pinned_budget_share`` holds pinned identifiers. Two breakers stop thrashing: after ``max_ineffective_compactions``
 compactions in a row that saved less than ``min_savings_ratio``, and when more than ``max_compactions_per_window``
-happened within the last ``frequency_window`` API responses; neither holds once the prompt nears the hard limit.
+happened within the last ``frequency_window`` trigger checks (calls to ``should_compress`` and
+``should_compress_preflight``, so the breaker works without ``update_from_response``); neither holds once the prompt
+nears the hard limit.
 """
 
 from __future__ import annotations
@@ -21,29 +29,34 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 
-from compression.assembly import find_previous_summary, insert_summary, repair_tool_sequence
-from compression.boundaries import head_end, must_keep_start, tail_start
-from compression.dates import absolutize_dates, parse_timestamp
-from compression.decisions import decision_key, parse_key_decisions
+from compression.assembly import find_notes, insert_notes, notes_of, notes_role, repair_tool_sequence
+from compression.boundaries import group_start, head_end, must_keep_start, tail_start
+from compression.dates import parse_timestamp
+from compression.decisions import DecisionLedger, ReconcileContext
 from compression.engine import ContextEngine, register_engine, trace_event
-from compression.facts import DEFAULT_FACT_PATTERNS, FactExtractor, FactPattern, PinnedFacts
+from compression.facts import DEFAULT_FACT_PATTERNS, FactExtractor, FactPattern
+from compression.fallback import fallback_summary
+from compression.pinning import PinnedIdentifiers, strip_pinned_block
 from compression.pruning import PRUNE_MIN_CHARS, is_pruned, prune_tool_outputs, shrink_tool_output
 from compression.sanitize import sanitize_messages
-from compression.sections import CRITICAL_CONTEXT, append_to_section
+from compression.sections import trim_to_budget
 from compression.summarizer import (
     COOLDOWN_STEPS_S,
     PROMPTS_DIR,
+    SummaryRequest,
     SummaryWriter,
-    build_summary_request,
-    fallback_summary,
     latest_customer_message,
     load_prompt_templates,
+    summarize_in_chunks,
 )
-from compression.tokens import content_text, estimate_message_tokens, estimate_messages_tokens
+from compression.tokens import content_text, estimate_message_tokens, estimate_messages_tokens, estimate_text_tokens
 from compression.types import CompressionResult, ContextOverflowError, Message, SummaryLLM, Usage
 
 DEFAULT_THRESHOLD_PERCENT = 0.50
 DEFAULT_THRESHOLD_FLOOR_TOKENS = 4_000
+# A support conversation needs far less working context than a large window offers, and every turn bills what it
+# sends; benchmarks/compression.py chose this from its 128k-window run (ratio and cost against retention).
+DEFAULT_MAX_WORKING_TOKENS = 24_000
 DEFAULT_PROTECT_FIRST_N = 3
 DEFAULT_SUMMARY_TARGET_RATIO = 0.20
 SUMMARY_TARGET_RATIO_MIN = 0.10
@@ -51,13 +64,15 @@ SUMMARY_TARGET_RATIO_MAX = 0.80
 SUMMARY_BUDGET_SHARE = 0.05
 SUMMARY_BUDGET_MAX_TOKENS = 12_000
 SUMMARY_BUDGET_MIN_TOKENS = 256
+# The summary model may write this share of the notes budget; the rest holds pins and the decision fields.
+SUMMARY_OUTPUT_SHARE = 0.75
+DEFAULT_PINNED_BUDGET_SHARE = 0.15
 MIN_SAVINGS_RATIO = 0.10
 MAX_INEFFECTIVE_COMPACTIONS = 2
 MAX_COMPACTIONS_PER_WINDOW = 3
-FREQUENCY_WINDOW_RESPONSES = 6
+FREQUENCY_WINDOW_CHECKS = 6
 HARD_LIMIT_RATIO = 0.95
 MAX_THRESHOLD_SHARE = 0.85  # a floor larger than a small window must still leave room to compact before it is full
-PINNED_HEADING_LINE = "- Pinned identifiers from earlier turns (verbatim):"
 
 
 @register_engine
@@ -73,16 +88,19 @@ class ContextCompressor(ContextEngine):
         context_length: int,
         summary_llm: SummaryLLM | None = None,
         summary_model_override: str | None = None,
+        summary_context_length: int | None = None,
         threshold_percent: float = DEFAULT_THRESHOLD_PERCENT,
         threshold_floor_tokens: int = DEFAULT_THRESHOLD_FLOOR_TOKENS,
+        max_working_tokens: int | None = DEFAULT_MAX_WORKING_TOKENS,
         protect_first_n: int = DEFAULT_PROTECT_FIRST_N,
         summary_target_ratio: float = DEFAULT_SUMMARY_TARGET_RATIO,
+        pinned_budget_share: float = DEFAULT_PINNED_BUDGET_SHARE,
         fact_patterns: Sequence[FactPattern] = DEFAULT_FACT_PATTERNS,
         cooldown_steps_s: Sequence[float] = COOLDOWN_STEPS_S,
         min_savings_ratio: float = MIN_SAVINGS_RATIO,
         max_ineffective_compactions: int = MAX_INEFFECTIVE_COMPACTIONS,
         max_compactions_per_window: int = MAX_COMPACTIONS_PER_WINDOW,
-        frequency_window: int = FREQUENCY_WINDOW_RESPONSES,
+        frequency_window: int = FREQUENCY_WINDOW_CHECKS,
         prompts_dir: Path = PROMPTS_DIR,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -92,9 +110,12 @@ class ContextCompressor(ContextEngine):
             raise ValueError(f"threshold_percent must be in (0, 1], got {threshold_percent}.")
         self.threshold_percent = threshold_percent
         self.threshold_floor_tokens = threshold_floor_tokens
+        self.max_working_tokens = max_working_tokens
         self.protect_first_n = max(0, protect_first_n)
         self.summary_target_ratio = min(max(summary_target_ratio, SUMMARY_TARGET_RATIO_MIN), SUMMARY_TARGET_RATIO_MAX)
+        self.pinned_budget_share = min(max(pinned_budget_share, 0.0), 0.5)
         self.extractor = FactExtractor(fact_patterns)
+        self.ledger = DecisionLedger(self.extractor)
         self.writer = SummaryWriter(
             summary_llm,
             main_model=model,
@@ -110,12 +131,13 @@ class ContextCompressor(ContextEngine):
         load_prompt_templates(prompts_dir)
         self.clock = clock
         self.model = model
+        self._summary_context_length = summary_context_length
         self.last_prompt_tokens = 0
         self.compression_count = 0
         self.ineffective_streak = 0
-        self._responses = 0
+        self._checks = 0
         self._recent_compactions: deque[int] = deque()
-        self._known_decisions: dict[str, tuple[int, int] | None] = {}
+        self._indexed: tuple[int, tuple[object, ...]] = (0, ())
         self.update_model(model, context_length)
 
     # -- budgets ---------------------------------------------------------------------------------------------
@@ -124,26 +146,31 @@ class ContextCompressor(ContextEngine):
         self.writer.main_model = model
         self.context_length = context_length
         threshold = max(int(context_length * self.threshold_percent), self.threshold_floor_tokens)
-        self.threshold_tokens = min(threshold, int(context_length * max(self.threshold_percent, MAX_THRESHOLD_SHARE)))
+        threshold = min(threshold, int(context_length * max(self.threshold_percent, MAX_THRESHOLD_SHARE)))
+        if self.max_working_tokens is not None:
+            threshold = min(threshold, max(self.max_working_tokens, self.threshold_floor_tokens))
+        self.threshold_tokens = threshold
         self.tail_budget_tokens = int(self.threshold_tokens * self.summary_target_ratio)
         budget = min(int(context_length * SUMMARY_BUDGET_SHARE), SUMMARY_BUDGET_MAX_TOKENS)
         self.summary_budget_tokens = max(budget, min(SUMMARY_BUDGET_MIN_TOKENS, context_length // 4))
+        self.pinned_budget_tokens = int(self.summary_budget_tokens * self.pinned_budget_share)
+        self.summary_context_length = self._summary_context_length or context_length
 
     # -- triggers --------------------------------------------------------------------------------------------
     def update_from_response(self, usage: Usage) -> None:
         self.last_prompt_tokens = usage.prompt_tokens
-        self._responses += 1
 
     def _breakers_allow(self, tokens: int) -> bool:
         if tokens >= self.context_length * HARD_LIMIT_RATIO:
             return True
         if self.ineffective_streak >= self.max_ineffective_compactions:
             return False
-        while self._recent_compactions and self._recent_compactions[0] <= self._responses - self.frequency_window:
+        while self._recent_compactions and self._recent_compactions[0] <= self._checks - self.frequency_window:
             self._recent_compactions.popleft()
         return len(self._recent_compactions) < self.max_compactions_per_window
 
     def should_compress(self, prompt_tokens: int | None = None) -> bool:
+        self._checks += 1
         tokens = self.last_prompt_tokens if prompt_tokens is None else prompt_tokens
         return tokens >= self.threshold_tokens and self._breakers_allow(tokens)
 
@@ -153,11 +180,13 @@ class ContextCompressor(ContextEngine):
         return self.should_compress(estimate_messages_tokens(messages))
 
     def _index(self, messages: list[Message]) -> None:
-        """Shrink tool output and extract identifiers per message ahead of time (both are cached by content).
+        """Shrink tool output and extract identifiers of the messages not indexed yet (both cached process-wide).
 
         Called every turn, this costs only the turn's new messages and keeps ``compress`` itself fast.
         """
-        for message in messages:
+        count, fingerprint = self._indexed
+        start = count if count <= len(messages) and _fingerprint(messages, count) == fingerprint else 0
+        for message in messages[start:]:
             if not isinstance(message, dict):
                 continue
             content = message.get("content")
@@ -167,6 +196,7 @@ class ContextCompressor(ContextEngine):
                 self.extractor.extract(content)
             elif isinstance(content, str):
                 self.extractor.extract(content)
+        self._indexed = (len(messages), _fingerprint(messages, len(messages)))
 
     def on_session_start(self, session_id: str) -> None:
         self.ineffective_streak = 0
@@ -196,54 +226,55 @@ class ContextCompressor(ContextEngine):
         started = time.perf_counter()
         estimated_before = estimate_messages_tokens(messages)
         tokens_before = current_tokens if current_tokens is not None else estimated_before
-        previous = find_previous_summary(messages)
+        previous = find_notes(messages)
+        if previous is not None and not self.ledger.known:
+            self.ledger.load(previous[1])
         head = head_end(messages, protect_first_n=self.protect_first_n, recompaction=previous is not None)
         tail = tail_start(messages, head=head, budget_tokens=self.tail_budget_tokens)
         working = self._fit_protected(messages, head, tail)
-
-        if tail <= head:
+        tail = _alternating_tail(working, head, tail)
+        if tail <= head or (previous is not None and not head <= previous[0] < tail):
             return self._finish_unchanged(messages, working, tokens_before, estimated_before, started)
 
         middle = working[head:tail]
-        previous_summary = previous[1] if previous is not None and head <= previous[0] < tail else None
-        turns = self._turns_to_summarize(middle, previous, head)
+        turns = [message for message in middle if notes_of(message) is None]
         pruned, pruned_indexes = prune_tool_outputs(turns, range(len(turns)))
-        pinned = self._pinned_facts(pruned, previous_summary)
-        as_of = self._latest_time(middle)
-
-        outcome = self.writer.write(
-            lambda: build_summary_request(
-                turns=pruned,
-                first_index=head,
-                previous_summary=previous_summary,
-                pinned=pinned,
+        previous_notes = previous[1] if previous is not None else None
+        pins = PinnedIdentifiers(self.extractor, self.pinned_budget_tokens)
+        selection = pins.candidates(pruned, previous_notes)
+        draft = summarize_in_chunks(
+            self.writer,
+            pruned,
+            head,
+            SummaryRequest(
+                previous_summary=previous_notes,
+                pinned=selection.render_candidates(),
                 latest_ask=latest_customer_message(messages),
                 focus_topic=focus_topic,
-                as_of=as_of,
-                max_tokens=self.summary_budget_tokens,
+                as_of=_latest_time(middle),
+                max_tokens=int(self.summary_budget_tokens * SUMMARY_OUTPUT_SHARE),
                 prompts_dir=self.prompts_dir,
             ),
-            max_tokens=self.summary_budget_tokens,
+            window_tokens=self.summary_context_length,
+            fallback=lambda chunk, first, notes: fallback_summary(chunk, first_index=first, previous_summary=notes),
         )
-        fallback_used = outcome.text is None
-        summary = outcome.text or fallback_summary(pruned, first_index=head, previous_summary=previous_summary)
-        if as_of is not None:
-            summary = absolutize_dates(summary, as_of.date())
-        summary = self._pin_missing(summary, pinned)
+        compacted_range = (head, tail)
+        rejected_before = self.ledger.rejected
+        notes, decisions = self.ledger.reconcile(
+            strip_pinned_block(draft.text),
+            ReconcileContext(pruned, head, compacted_range, _latest_time(middle)),
+        )
+        pins.select(selection, notes)
+        pin_tokens = estimate_text_tokens(pins.render(selection.pinned)) if selection.pinned else 0
+        notes, trimmed = trim_to_budget(notes, self.summary_budget_tokens - pin_tokens - 2)
+        notes = pins.append(notes, selection.pinned)
 
-        created_at = middle[-1].get("created_at")
-        assembled = insert_summary(working[:head], summary, working[tail:], created_at)
+        assembled = insert_notes(working[:head], notes, working[tail:], middle[-1].get("created_at"))
         result_messages, orphans, stubs = repair_tool_sequence(assembled)
         tokens_after = estimate_messages_tokens(result_messages)
-        compacted_range = (head, tail)
-        decisions = parse_key_decisions(
-            summary, self.extractor, source_range=compacted_range, known=self._known_decisions
-        )
-        for decision in decisions:
-            self._known_decisions.setdefault(decision_key(decision.kind, decision.text), decision.source_range)
         self._record_compaction(estimated_before, tokens_after)
         event = trace_event(
-            strategy="summary" if not fallback_used else "fallback_summary",
+            strategy="summary" if not draft.fallback_used else "fallback_summary",
             engine=self.name,
             messages_before=len(messages),
             messages_after=len(result_messages),
@@ -251,26 +282,37 @@ class ContextCompressor(ContextEngine):
             tokens_after=tokens_after,
             compacted_range=compacted_range,
             started=started,
-            model=outcome.model,
-            fallback_used=fallback_used,
+            model=draft.model,
+            fallback_used=draft.fallback_used,
             pruned_indexes=[head + index for index in pruned_indexes],
-            attempts=[{"model": a.model, "error": a.error} for a in outcome.attempts],
-            cooldown=outcome.skipped_for_cooldown,
-            pinned_facts=len(pinned),
+            attempts=[{"model": a.model, "error": a.error} for a in draft.attempts],
+            cooldown=draft.skipped_for_cooldown,
+            summary_chunks=draft.chunks,
+            summary_request_tokens=draft.request_tokens,
+            notes_tokens=estimate_text_tokens(notes),
+            pinned_facts=len(selection.pinned),
+            pinned_evicted=selection.evicted,
+            notes_items_trimmed=trimmed,
+            decisions={
+                "new": sum(d.new and not d.changed for d in decisions),
+                "changed": sum(d.changed for d in decisions),
+                "carried": sum(not d.new for d in decisions),
+                "rejected": self.ledger.rejected - rejected_before,
+            },
             orphans_removed=orphans,
             stubs_added=stubs,
             focus_topic=focus_topic,
         )
         return CompressionResult(
             messages=result_messages,
-            summary=summary,
+            summary=notes,
             key_decisions=decisions,
             compacted_range=compacted_range,
             tokens_before=tokens_before,
             tokens_after=tokens_after,
-            summary_model=outcome.model,
-            summary_usage=outcome.usage,
-            fallback_used=fallback_used,
+            summary_model=draft.model,
+            summary_usage=draft.usage,
+            fallback_used=draft.fallback_used,
             events=[event],
         )
 
@@ -296,46 +338,9 @@ class ContextCompressor(ContextEngine):
             return pruned
         raise ContextOverflowError(protected_tokens=needed, context_length=self.context_length)
 
-    def _turns_to_summarize(
-        self, middle: list[Message], previous: tuple[int, str, str] | None, offset: int
-    ) -> list[Message]:
-        """The middle without the previous summary (it goes to the prompt as notes to update)."""
-        if previous is None or not offset <= previous[0] < offset + len(middle):
-            return middle
-        index = previous[0] - offset
-        rest = previous[2]
-        replacement = [{**middle[index], "content": rest}] if rest else []
-        return [*middle[:index], *replacement, *middle[index + 1 :]]
-
-    def _pinned_facts(self, turns: list[Message], previous_summary: str | None) -> PinnedFacts:
-        """Identifiers of the turns being compacted (tool output as pruning kept it) and of the previous notes."""
-        texts: list[str] = [previous_summary or ""]
-        for message in turns:
-            texts.append(content_text(message.get("content")))
-            for call in message.get("tool_calls") or ():
-                function = call.get("function") if isinstance(call, dict) else None
-                if isinstance(function, dict) and isinstance(function.get("arguments"), str):
-                    texts.append(function["arguments"])
-        return self.extractor.collect(texts)
-
-    @staticmethod
-    def _latest_time(messages: list[Message]) -> datetime | None:
-        for message in reversed(messages):
-            moment = parse_timestamp(message.get("created_at"))
-            if moment is not None:
-                return moment
-        return None
-
-    @staticmethod
-    def _pin_missing(summary: str, pinned: PinnedFacts) -> str:
-        missing = pinned.missing_from(summary)
-        if not len(missing):
-            return summary
-        return append_to_section(summary, CRITICAL_CONTEXT, f"{PINNED_HEADING_LINE}\n{missing.render()}")
-
     def _record_compaction(self, before: int, after: int) -> None:
         self.compression_count += 1
-        self._recent_compactions.append(self._responses)
+        self._recent_compactions.append(self._checks)
         saved = (before - after) / before if before else 0.0
         self.ineffective_streak = self.ineffective_streak + 1 if saved < self.min_savings_ratio else 0
         self.last_prompt_tokens = after
@@ -367,3 +372,32 @@ class ContextCompressor(ContextEngine):
             tokens_after=tokens_after,
             events=[event],
         )
+
+
+def _alternating_tail(messages: list[Message], head: int, tail: int) -> int:
+    """Move the tail boundary back (one message or tool group at a time) until some role for the notes differs
+    from both neighbours, so user and assistant turns keep alternating around them."""
+    while head < tail < len(messages):
+        before = messages[head - 1].get("role") if head else None
+        if notes_role(before, messages[tail].get("role")) is not None:
+            break
+        tail = group_start(messages, tail - 1)
+    return tail
+
+
+def _latest_time(messages: Sequence[Message]) -> datetime | None:
+    for message in reversed(messages):
+        moment = parse_timestamp(message.get("created_at"))
+        if moment is not None:
+            return moment
+    return None
+
+
+def _fingerprint(messages: Sequence[Message], count: int) -> tuple[object, ...]:
+    """What identifies the first ``count`` messages cheaply: their number and the last one's identity."""
+    if count == 0 or count > len(messages):
+        return (count,)
+    last = messages[count - 1]
+    if not isinstance(last, dict):
+        return (count, None)
+    return (count, last.get("role"), last.get("id"), last.get("tool_call_id"), content_text(last.get("content"))[:64])

@@ -101,31 +101,47 @@ class PinnedFacts:
         return "\n".join(f"- {self._labels[kind]}: {', '.join(values)}" for kind, values in self.by_kind().items())
 
 
+@lru_cache(maxsize=16)
+def _compiled(patterns: tuple[FactPattern, ...]) -> tuple[re.Pattern[str], dict[str, str]]:
+    """One combined expression per pattern set, compiled once per process and shared by every extractor."""
+    alternation = "|".join(f"(?P<k{index}>{pattern.regex})" for index, pattern in enumerate(patterns))
+    return re.compile(alternation), {f"k{index}": pattern.kind for index, pattern in enumerate(patterns)}
+
+
+@lru_cache(maxsize=_EXTRACT_CACHE_SIZE)
+def _extract(patterns: tuple[FactPattern, ...], text: str) -> tuple[tuple[str, str], ...]:
+    regex, kinds = _compiled(patterns)
+    found: list[tuple[str, str]] = []
+    for match in regex.finditer(text):
+        group = match.lastgroup
+        if group is not None:
+            found.append((kinds[group], match.group().strip()))
+    return tuple(found)
+
+
+def clear_extraction_cache() -> None:
+    """Forget every text seen (the cache holds customer text; call it when a customer's data is erased)."""
+    _extract.cache_clear()
+
+
 class FactExtractor:
-    """Finds identifiers in text with one combined regular expression; results are cached per text."""
+    """Finds identifiers in text with one combined regular expression.
+
+    The expression is compiled once per process and results are cached per text in one process-wide cache, so a new
+    extractor (a new conversation, a restarted engine) starts warm.
+    """
 
     def __init__(self, patterns: Sequence[FactPattern] = DEFAULT_FACT_PATTERNS) -> None:
         if not patterns:
             raise ValueError("FactExtractor needs at least one FactPattern.")
         self.patterns = tuple(patterns)
-        alternation = "|".join(f"(?P<k{index}>{pattern.regex})" for index, pattern in enumerate(self.patterns))
-        self._regex = re.compile(alternation)
-        self._kinds = {f"k{index}": pattern.kind for index, pattern in enumerate(self.patterns)}
-        self._extract_cached = lru_cache(maxsize=_EXTRACT_CACHE_SIZE)(self._extract)
-
-    def _extract(self, text: str) -> tuple[tuple[str, str], ...]:
-        found: list[tuple[str, str]] = []
-        for match in self._regex.finditer(text):
-            group = match.lastgroup
-            if group is not None:
-                found.append((self._kinds[group], match.group().strip()))
-        return tuple(found)
+        _compiled(self.patterns)
 
     def extract(self, text: str) -> tuple[tuple[str, str], ...]:
         """(kind, value) pairs in order of appearance."""
         if not text:
             return ()
-        return self._extract_cached(text)
+        return _extract(self.patterns, text)
 
     def collect(self, texts: Iterable[str]) -> PinnedFacts:
         facts = self.empty()
