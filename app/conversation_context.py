@@ -185,3 +185,16 @@ def record_compaction(
     )
     session.add(compaction)
     return compaction
+
+
+def with_compaction_record(messages: list[ChatMessage], compaction: Compaction) -> list[ChatMessage]:
+    """``messages`` whose notes message carries the id range of ``compaction``, as ``load_context`` would build it,
+    so that a later compaction in the same turn covers that range too."""
+    marked = []
+    for message in messages:
+        record = message.get(NOTES_KEY)
+        if isinstance(record, dict):
+            ids = {"first_message_id": compaction.first_message_id, "last_message_id": compaction.last_message_id}
+            message = {**message, NOTES_KEY: {**record, **ids, "compaction_id": compaction.id}}
+        marked.append(message)
+    return marked
