@@ -13,12 +13,12 @@ record), never by their wording, so text that imitates the notes frame stays ord
 
 Budgets derive from the model's context length: compaction triggers at ``threshold_percent`` of the window (never
 below ``threshold_floor_tokens``) or at ``max_working_tokens``, whichever is lower; the tail keeps
-``threshold x summary_target_ratio`` tokens; the notes may use min(5 % of the window, 12,000 tokens), of which
-``pinned_budget_share`` holds pinned identifiers. Two breakers stop thrashing: after ``max_ineffective_compactions``
-compactions in a row that saved less than ``min_savings_ratio``, and when more than ``max_compactions_per_window``
-happened within the last ``frequency_window`` trigger checks (calls to ``should_compress`` and
-``should_compress_preflight``, so the breaker works without ``update_from_response``); neither holds once the prompt
-nears the hard limit.
+``threshold x summary_target_ratio`` tokens; the notes may use min(5 % of the window, 25 % of the threshold,
+12,000 tokens), of which ``pinned_budget_share`` holds pinned identifiers. Two breakers stop thrashing: after
+``max_ineffective_compactions`` compactions in a row that saved less than ``min_savings_ratio``, and when more than
+``max_compactions_per_window`` happened within the last ``frequency_window`` trigger checks (calls to
+``should_compress`` and ``should_compress_preflight``, so the breaker works without ``update_from_response``);
+neither holds once the prompt nears the hard limit.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ DEFAULT_THRESHOLD_PERCENT = 0.50
 DEFAULT_THRESHOLD_FLOOR_TOKENS = 4_000
 # A support conversation needs far less working context than a large window offers, and every turn bills what it
 # sends; benchmarks/compression.py chose this from its 128k-window run (ratio and cost against retention).
-DEFAULT_MAX_WORKING_TOKENS = 24_000
+DEFAULT_MAX_WORKING_TOKENS = 16_000
 DEFAULT_PROTECT_FIRST_N = 3
 DEFAULT_SUMMARY_TARGET_RATIO = 0.20
 SUMMARY_TARGET_RATIO_MIN = 0.10
@@ -64,9 +64,11 @@ SUMMARY_TARGET_RATIO_MAX = 0.80
 SUMMARY_BUDGET_SHARE = 0.05
 SUMMARY_BUDGET_MAX_TOKENS = 12_000
 SUMMARY_BUDGET_MIN_TOKENS = 256
+# Notes larger than this share of the compaction threshold would leave too little room for the turns they serve.
+SUMMARY_BUDGET_THRESHOLD_SHARE = 0.25
 # The summary model may write this share of the notes budget; the rest holds pins and the decision fields.
 SUMMARY_OUTPUT_SHARE = 0.75
-DEFAULT_PINNED_BUDGET_SHARE = 0.15
+DEFAULT_PINNED_BUDGET_SHARE = 0.20
 MIN_SAVINGS_RATIO = 0.10
 MAX_INEFFECTIVE_COMPACTIONS = 2
 MAX_COMPACTIONS_PER_WINDOW = 3
@@ -151,7 +153,11 @@ class ContextCompressor(ContextEngine):
             threshold = min(threshold, max(self.max_working_tokens, self.threshold_floor_tokens))
         self.threshold_tokens = threshold
         self.tail_budget_tokens = int(self.threshold_tokens * self.summary_target_ratio)
-        budget = min(int(context_length * SUMMARY_BUDGET_SHARE), SUMMARY_BUDGET_MAX_TOKENS)
+        budget = min(
+            int(context_length * SUMMARY_BUDGET_SHARE),
+            int(self.threshold_tokens * SUMMARY_BUDGET_THRESHOLD_SHARE),
+            SUMMARY_BUDGET_MAX_TOKENS,
+        )
         self.summary_budget_tokens = max(budget, min(SUMMARY_BUDGET_MIN_TOKENS, context_length // 4))
         self.pinned_budget_tokens = int(self.summary_budget_tokens * self.pinned_budget_share)
         self.summary_context_length = self._summary_context_length or context_length

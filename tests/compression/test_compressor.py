@@ -60,8 +60,9 @@ def test_budgets_derive_from_the_context_length() -> None:
     small = compressor(context_length=32_000)
     assert small.tail_budget_tokens == int(16_000 * 0.20)
     assert small.summary_budget_tokens == 1_600  # 5 % of the window
-    large = compressor(context_length=1_000_000)
+    large = compressor(context_length=1_000_000, max_working_tokens=None)
     assert large.summary_budget_tokens == 12_000  # capped
+    assert compressor(context_length=128_000).summary_budget_tokens == 4_000, "25 % of the 16k working set"
     assert compressor(summary_target_ratio=0.01).summary_target_ratio == 0.10
     assert compressor(summary_target_ratio=0.95).summary_target_ratio == 0.80
 
@@ -81,9 +82,9 @@ def test_update_model_recomputes_budgets() -> None:
 
 def test_a_large_window_compacts_at_the_working_set_budget() -> None:
     engine = compressor(context_length=128_000)
-    assert engine.threshold_tokens == 24_000, "min(50 % of the window, max_working_tokens)"
-    assert engine.tail_budget_tokens == int(24_000 * 0.20)
-    assert compressor(context_length=32_000).threshold_tokens == 16_000, "below the budget the window decides"
+    assert engine.threshold_tokens == 16_000, "min(50 % of the window, max_working_tokens)"
+    assert engine.tail_budget_tokens == int(16_000 * 0.20)
+    assert compressor(context_length=24_000).threshold_tokens == 12_000, "below the budget the window decides"
     assert compressor(context_length=128_000, max_working_tokens=1_000).threshold_tokens == 4_000, "floor holds"
 
 
