@@ -7,14 +7,15 @@ Candidates are ranked by where they were said, then by recency:
 2. tool results (JSON and plain text, newest first, then carried ones);
 3. log and table output, the noisiest (timestamps, row after row of ids).
 
-Only the best-ranked candidates fit in the pinned budget; the rest are evicted and counted. Extraction stops once
-there are enough candidates to fill the budget a few times over, so a long context costs only its newest turns.
-Identifiers that a key decision names are in the decision items themselves, so they are never lost to eviction.
+Only the best-ranked candidates fit in the pinned budget; the rest are evicted and counted. Extraction is lazy: it
+runs, best rank first, only until the budget can be filled, so a long context with enough identifiers in what was
+said never pays for scanning its bulky tool output. Identifiers that a key decision names are in the decision items
+themselves, so they are never lost to eviction.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 
@@ -27,8 +28,6 @@ from compression.types import Message
 PINNED_HEADING_LINE = "- Pinned identifiers from earlier turns (verbatim):"
 CONVERSATION_LINE = "  - said in the conversation:"
 TOOL_LINE = "  - from tool results:"
-# Enough candidates to refill the budget after the summary has quoted some of them itself.
-CANDIDATE_BUDGET_FACTOR = 3
 _NOISY_OUTPUT_PREFIXES = (f"{PRUNED_MARKER} log ", f"{PRUNED_MARKER} table ")
 
 
@@ -51,6 +50,9 @@ class PinSelection:
     candidates: list[PinCandidate] = field(default_factory=list)
     pinned: list[PinCandidate] = field(default_factory=list)
     evicted: int = 0
+    pending: Iterator[tuple[PinRank, str]] = field(default_factory=lambda: iter(()))
+    seen: set[str] = field(default_factory=set)
+    candidate_tokens: int = 0
 
     def render_candidates(self) -> str:
         return ", ".join(candidate.value for candidate in self.candidates)
@@ -95,6 +97,7 @@ class PinnedIdentifiers:
         self.budget_tokens = budget_tokens
 
     def candidates(self, turns: Sequence[Message], previous_notes: str | None) -> PinSelection:
+        """The best-ranked candidates, enough to fill the budget once (more are extracted when needed)."""
         carried_conversation, carried_tools = _carried(previous_notes)
         new_sources = list(_sources(turns))
         ordered = [
@@ -104,34 +107,44 @@ class PinnedIdentifiers:
             (PinRank.TOOL_RESULT, carried_tools),
             *((rank, text) for rank, text in new_sources if rank == PinRank.NOISE),
         ]
-        selection = PinSelection()
-        seen: set[str] = set()
-        spent = 0
-        limit = self.budget_tokens * CANDIDATE_BUDGET_FACTOR
-        for rank, text in ordered:
-            if spent >= limit:
-                break
+        selection = PinSelection(pending=iter(ordered))
+        while selection.candidate_tokens < self.budget_tokens and self._extract_next(selection):
+            pass
+        return selection
+
+    def _extract_next(self, selection: PinSelection) -> list[PinCandidate]:
+        """Candidates from the next source text; an empty list once the sources are exhausted."""
+        for rank, text in selection.pending:
+            added = []
             for kind, value in self.extractor.extract(text):
                 key = normalize_identifier(value)
-                if key in seen or (rank == PinRank.NOISE and kind == "date"):
+                if key in selection.seen or (rank == PinRank.NOISE and kind == "date"):
                     continue  # timestamps of log lines and table rows are noise, not facts
-                seen.add(key)
-                selection.candidates.append(PinCandidate(value, rank))
-                spent += estimate_text_tokens(value) + 1
-        return selection
+                selection.seen.add(key)
+                added.append(PinCandidate(value, rank))
+                selection.candidate_tokens += estimate_text_tokens(value) + 1
+            if added:
+                selection.candidates += added
+                return added
+        return []
 
     def select(self, selection: PinSelection, summary: str) -> PinSelection:
         """The candidates that ``summary`` does not mention, best first, as many as the budget holds."""
         haystack = normalize_identifier(summary)
-        missing = [c for c in selection.candidates if normalize_identifier(c.value) not in haystack]
         spent = estimate_text_tokens(PINNED_HEADING_LINE + CONVERSATION_LINE + TOOL_LINE)
-        for candidate in missing:
-            cost = estimate_text_tokens(candidate.value) + 1
-            if spent + cost > self.budget_tokens:
-                selection.evicted += 1
-                continue
-            spent += cost
-            selection.pinned.append(candidate)
+        batch = list(selection.candidates)
+        while batch:
+            for candidate in batch:
+                if normalize_identifier(candidate.value) in haystack:
+                    continue
+                cost = estimate_text_tokens(candidate.value) + 1
+                if spent + cost > self.budget_tokens:
+                    selection.evicted += 1
+                    continue
+                spent += cost
+                selection.pinned.append(candidate)
+            # Room left: read further sources, in rank order, only now that they are needed.
+            batch = self._extract_next(selection) if spent < self.budget_tokens - 1 else []
         return selection
 
     @staticmethod
