@@ -203,11 +203,12 @@ class AgentService:
         assert conversation.id is not None and customer.id is not None
         engine = self._engine(conversation.id)
         system_prompt, turn_context = await self._system_prompt(session, conversation, customer)
-        context = load_context(session, conversation.id, system_prompt)
+        context = aged_context(engine, load_context(session, conversation.id, system_prompt), conversation.id)
         session.commit()
         if engine.should_compress_preflight(context):
             context = await self._compact(session, conversation.id, customer.id, engine, context)
         for _ in range(MAX_TOOL_ROUNDS):
+            context = aged_context(engine, context, conversation.id)
             # Stable prefix first (instructions, notes, transcript), the volatile turn context last: a provider's
             # prompt cache then reuses everything up to the newest messages.
             response = await self._chat(conversation.id, [*context, {"role": "system", "content": turn_context}])
@@ -467,3 +468,15 @@ def uncompacted_context(
         return truncation.compress(list(context)).messages
     except Exception as truncation_error:
         raise TurnFailure(f"context does not fit the model: {truncation_error}") from error
+
+
+def aged_context(engine: ContextEngine, context: list[ChatMessage], conversation_id: int) -> list[ChatMessage]:
+    """``context`` with old tool output aged by the engine (the transcript keeps it whole); never fails a turn."""
+    try:
+        aged = engine.age_tool_results(context)
+    except Exception:  # aging only saves tokens; without it the turn goes on unchanged
+        logger.exception("Tool-output aging failed in conversation %s", conversation_id)
+        return context
+    for event in aged.events:
+        logger.info("context aging in conversation %s: %s", conversation_id, event)
+    return aged.messages

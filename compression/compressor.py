@@ -1,5 +1,7 @@
 """``ContextCompressor``: the default context engine, a five-step lossy compaction for support conversations.
 
+0. Before every LLM call, age old tool results into stubs in batches, without an LLM (``aging``), so most turns
+   never need a summarizing compaction.
 1. Prune old tool output without an LLM (``pruning``).
 2-3. Keep the head and a token-budget tail verbatim (``boundaries``).
 4. Summarize the middle into structured customer-service notes with the summary model (``summarizer``), in chunks
@@ -29,6 +31,13 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 
+from compression.aging import (
+    DEFAULT_AGING_BATCH_TOKENS,
+    DEFAULT_KEEP_RECENT_TOOL_TURNS,
+    AgingResult,
+    age_tool_results,
+    aging_event,
+)
 from compression.assembly import find_notes, insert_notes, notes_of, notes_role, repair_tool_sequence
 from compression.boundaries import group_start, head_end, must_keep_start, tail_start
 from compression.dates import parse_timestamp
@@ -97,6 +106,9 @@ class ContextCompressor(ContextEngine):
         protect_first_n: int = DEFAULT_PROTECT_FIRST_N,
         summary_target_ratio: float = DEFAULT_SUMMARY_TARGET_RATIO,
         pinned_budget_share: float = DEFAULT_PINNED_BUDGET_SHARE,
+        micro_compaction: bool = True,
+        keep_recent_tool_turns: int = DEFAULT_KEEP_RECENT_TOOL_TURNS,
+        aging_batch_tokens: int = DEFAULT_AGING_BATCH_TOKENS,
         fact_patterns: Sequence[FactPattern] = DEFAULT_FACT_PATTERNS,
         cooldown_steps_s: Sequence[float] = COOLDOWN_STEPS_S,
         min_savings_ratio: float = MIN_SAVINGS_RATIO,
@@ -116,6 +128,10 @@ class ContextCompressor(ContextEngine):
         self.protect_first_n = max(0, protect_first_n)
         self.summary_target_ratio = min(max(summary_target_ratio, SUMMARY_TARGET_RATIO_MIN), SUMMARY_TARGET_RATIO_MAX)
         self.pinned_budget_share = min(max(pinned_budget_share, 0.0), 0.5)
+        self.micro_compaction = micro_compaction
+        self.keep_recent_tool_turns = keep_recent_tool_turns
+        self.aging_batch_tokens = aging_batch_tokens
+        self._aged_call_ids: set[str] = set()
         self.extractor = FactExtractor(fact_patterns)
         self.ledger = DecisionLedger(self.extractor)
         self.writer = SummaryWriter(
@@ -203,6 +219,21 @@ class ContextCompressor(ContextEngine):
             elif isinstance(content, str):
                 self.extractor.extract(content)
         self._indexed = (len(messages), _fingerprint(messages, len(messages)))
+
+    def age_tool_results(self, messages: list[Message]) -> AgingResult:
+        """Micro-compaction (``compression.aging``); a trace event whenever a new batch of results ages."""
+        if not self.micro_compaction:
+            return AgingResult(messages=messages)
+        started = time.perf_counter()
+        result = age_tool_results(
+            messages, keep_recent_user_turns=self.keep_recent_tool_turns, min_batch_tokens=self.aging_batch_tokens
+        )
+        newly_aged = set(result.aged_call_ids) - self._aged_call_ids
+        if newly_aged:
+            self._aged_call_ids |= newly_aged
+            duration_ms = (time.perf_counter() - started) * 1000
+            result.events.append(aging_event(messages, result, len(newly_aged), duration_ms))
+        return result
 
     def on_session_start(self, session_id: str) -> None:
         self.ineffective_streak = 0
