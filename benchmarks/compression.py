@@ -32,7 +32,7 @@ from compression.types import Completion, Message, Usage
 
 CONTEXT_LENGTH = 32_000
 LARGE_CONTEXT_LENGTH = 128_000
-WORKING_SET_SWEEP = (16_000, 24_000, 32_000, None)
+WORKING_SET_SWEEP = (8_000, 12_000, 16_000, 24_000, None)
 MAIN_MODEL = "main-model"
 SUMMARY_MODEL = "summary-mini"
 # Example prices in USD per million tokens: the main model's input, the summary model's input and output.
@@ -119,6 +119,7 @@ class ReplayState:
     prefix_total: int = 0
     previous_prompt: list[Message] = field(default_factory=list)
     compacted_since_last_call: bool = False
+    aging_batches: int = 0
 
 
 def _prompt(context: list[Message], turn: int, now: str) -> list[Message]:
@@ -141,10 +142,10 @@ def replay(
     history_tokens = estimate_messages_tokens(context)
     state = ReplayState()
 
-    def compact() -> None:
+    def compact(messages: list[Message]) -> None:
         nonlocal context
         started = time.perf_counter()
-        result = engine.compress(context)
+        result = engine.compress(messages)
         state.durations.append((time.perf_counter() - started) * 1000)
         state.fallback += result.fallback_used
         state.notes_tokens_max = max(state.notes_tokens_max, estimate_text_tokens(result.summary or ""))
@@ -152,9 +153,13 @@ def replay(
         context = result.messages
 
     def llm_call(turn: int, now: str) -> None:
-        if engine.should_compress_preflight(context):
-            compact()
-        prompt = _prompt(context, turn, now)
+        # As the app does: the transcript is kept whole, old tool output is aged in what is sent.
+        aged = engine.age_tool_results(context)
+        state.aging_batches += len(aged.events)
+        if engine.should_compress_preflight(aged.messages):
+            compact(aged.messages)
+            aged = engine.age_tool_results(context)
+        prompt = _prompt(aged.messages, turn, now)
         prompt_tokens = estimate_messages_tokens(prompt)
         if state.previous_prompt and not state.compacted_since_last_call:
             state.prefix_shared += shared_prefix_tokens(state.previous_prompt, prompt)
@@ -166,7 +171,7 @@ def replay(
         state.calls += 1
         engine.update_from_response(Usage(prompt_tokens=prompt_tokens, completion_tokens=60))
         if engine.should_compress():
-            compact()
+            compact(aged.messages)
 
     call_id = 0
     for index, turn in enumerate(session.turns):
@@ -208,6 +213,7 @@ def _report(
         "ratio": round(state.compressed / state.baseline, 4),
         "cost_ratio": round((state.compressed * MAIN_INPUT_PER_MTOK + summary_cost) / (state.baseline * 2.50), 4),
         "compactions": engine.compression_count,
+        "aging_batches": state.aging_batches,
         "fallback_summaries": state.fallback,
         "max_context_tokens": state.max_context,
         "notes_tokens_max": state.notes_tokens_max,
@@ -315,6 +321,14 @@ def working_set_sweep(session: Session) -> dict[str, Any]:
     return sweep
 
 
+def micro_compaction_off(session: Session) -> dict[str, Any]:
+    """The same runs without tool-result aging, for comparison."""
+    keys = ("ratio", "cost_ratio", "compactions", "pinned_retention", "stable_prefix_share", "summary_tokens")
+    small = replay(session, "compressor", micro_compaction=False)
+    large = replay(session, "compressor", context_length=LARGE_CONTEXT_LENGTH, micro_compaction=False)
+    return {**{key: small[key] for key in keys}, **{f"{key}_128k": large[key] for key in keys}}
+
+
 def run(*, app_replay: bool = True) -> dict[str, Any]:
     from benchmarks.decision_session import measure_decisions
 
@@ -323,10 +337,12 @@ def run(*, app_replay: bool = True) -> dict[str, Any]:
     result["session"] = {"turns": len(session.turns), "tool_calls": session.tool_call_count}
     result["context_length"] = CONTEXT_LENGTH
     large = replay(session, "compressor", context_length=LARGE_CONTEXT_LENGTH)
-    for key in ("ratio", "cost_ratio", "compactions", "pinned_retention", "stable_prefix_share", "notes_tokens_max"):
+    keys_128k = ("ratio", "cost_ratio", "compactions", "pinned_retention", "stable_prefix_share", "notes_tokens_max")
+    for key in (*keys_128k, "summary_tokens"):
         result[f"{key}_128k"] = large[key]
     result["run_128k"] = large
     result["working_set_sweep_128k"] = working_set_sweep(session)
+    result["micro_compaction_off"] = micro_compaction_off(session)
     result["decisions"] = measure_decisions()
     for key in ("decision_duplicates", "due_date_accuracy", "promises_reaching_decisions"):
         result[key] = result["decisions"][key]

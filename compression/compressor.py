@@ -65,7 +65,7 @@ DEFAULT_THRESHOLD_PERCENT = 0.50
 DEFAULT_THRESHOLD_FLOOR_TOKENS = 4_000
 # A support conversation needs far less working context than a large window offers, and every turn bills what it
 # sends; benchmarks/compression.py chose this from its 128k-window run (ratio and cost against retention).
-DEFAULT_MAX_WORKING_TOKENS = 16_000
+DEFAULT_MAX_WORKING_TOKENS = 12_000
 DEFAULT_PROTECT_FIRST_N = 3
 DEFAULT_SUMMARY_TARGET_RATIO = 0.20
 SUMMARY_TARGET_RATIO_MIN = 0.10

@@ -37,7 +37,7 @@ def compressor(llm: FakeSummaryLLM | None = None, **options: Any) -> ContextComp
 
 # -- triggers and budgets ------------------------------------------------------------------------------------
 def test_should_compress_fires_at_threshold_percent_of_the_window() -> None:
-    engine = compressor(context_length=32_000, threshold_percent=0.5)
+    engine = compressor(context_length=32_000, threshold_percent=0.5, max_working_tokens=None)
     assert engine.threshold_tokens == 16_000
     engine.update_from_response(Usage(prompt_tokens=15_999))
     assert not engine.should_compress()
@@ -57,12 +57,12 @@ def test_a_floor_larger_than_a_small_window_still_leaves_room_to_compact() -> No
 
 
 def test_budgets_derive_from_the_context_length() -> None:
-    small = compressor(context_length=32_000)
+    small = compressor(context_length=32_000, max_working_tokens=None)
     assert small.tail_budget_tokens == int(16_000 * 0.20)
     assert small.summary_budget_tokens == 1_600  # 5 % of the window
     large = compressor(context_length=1_000_000, max_working_tokens=None)
     assert large.summary_budget_tokens == 12_000  # capped
-    assert compressor(context_length=128_000).summary_budget_tokens == 4_000, "25 % of the 16k working set"
+    assert compressor(context_length=128_000).summary_budget_tokens == 3_000, "25 % of the 12k working set"
     assert compressor(summary_target_ratio=0.01).summary_target_ratio == 0.10
     assert compressor(summary_target_ratio=0.95).summary_target_ratio == 0.80
 
@@ -82,9 +82,9 @@ def test_update_model_recomputes_budgets() -> None:
 
 def test_a_large_window_compacts_at_the_working_set_budget() -> None:
     engine = compressor(context_length=128_000)
-    assert engine.threshold_tokens == 16_000, "min(50 % of the window, max_working_tokens)"
-    assert engine.tail_budget_tokens == int(16_000 * 0.20)
-    assert compressor(context_length=24_000).threshold_tokens == 12_000, "below the budget the window decides"
+    assert engine.threshold_tokens == 12_000, "min(50 % of the window, max_working_tokens)"
+    assert engine.tail_budget_tokens == int(12_000 * 0.20)
+    assert compressor(context_length=20_000).threshold_tokens == 10_000, "below the budget the window decides"
     assert compressor(context_length=128_000, max_working_tokens=1_000).threshold_tokens == 4_000, "floor holds"
 
 
