@@ -56,8 +56,9 @@ _NORMALIZE = re.compile(r"[\s#,()\-.]")
 _EXTRACT_CACHE_SIZE = 16_384
 
 
+@lru_cache(maxsize=_EXTRACT_CACHE_SIZE)
 def normalize_identifier(value: str) -> str:
-    """The form used to decide whether a text already mentions an identifier."""
+    """The form used to decide whether a text already mentions an identifier (cached: identifiers recur)."""
     return _NORMALIZE.sub("", value).lower()
 
 
@@ -113,9 +114,13 @@ def _compiled(patterns: tuple[FactPattern, ...]) -> tuple[re.Pattern[str], dict[
     return re.compile(alternation), {f"k{index}": pattern.kind for index, pattern in enumerate(patterns)}
 
 
+_KINDS: dict[re.Pattern[str], dict[str, str]] = {}
+
+
 @lru_cache(maxsize=_EXTRACT_CACHE_SIZE)
-def _extract(patterns: tuple[FactPattern, ...], text: str) -> tuple[tuple[str, str], ...]:
-    regex, kinds = _compiled(patterns)
+def _extract(regex: re.Pattern[str], text: str) -> tuple[tuple[str, str], ...]:
+    # Keyed by the compiled expression, whose hash is cheap, rather than by the pattern dataclasses.
+    kinds = _KINDS[regex]
     found: list[tuple[str, str]] = []
     for match in regex.finditer(text):
         group = match.lastgroup
@@ -127,6 +132,7 @@ def _extract(patterns: tuple[FactPattern, ...], text: str) -> tuple[tuple[str, s
 def clear_extraction_cache() -> None:
     """Forget every text seen (the cache holds customer text; call it when a customer's data is erased)."""
     _extract.cache_clear()
+    normalize_identifier.cache_clear()
 
 
 class FactExtractor:
@@ -140,13 +146,14 @@ class FactExtractor:
         if not patterns:
             raise ValueError("FactExtractor needs at least one FactPattern.")
         self.patterns = tuple(patterns)
-        _compiled(self.patterns)
+        self._regex, kinds = _compiled(self.patterns)
+        _KINDS.setdefault(self._regex, kinds)
 
     def extract(self, text: str) -> tuple[tuple[str, str], ...]:
         """(kind, value) pairs in order of appearance."""
         if not text:
             return ()
-        return _extract(self.patterns, text)
+        return _extract(self._regex, text)
 
     def collect(self, texts: Iterable[str]) -> PinnedFacts:
         facts = self.empty()

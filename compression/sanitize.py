@@ -65,6 +65,29 @@ def _clean_tool_calls(calls: Any, index: int, notes: list[str]) -> tuple[list[di
     return cleaned, changed
 
 
+def _is_clean(message: dict[str, Any]) -> bool:
+    """The common case, checked cheaply: a known role, text content, well-formed tool calls and ids."""
+    role = message.get("role")
+    if role not in KNOWN_ROLES or not isinstance(message.get("content"), (str, type(None))):
+        return False
+    if role == "tool" and not isinstance(message.get("tool_call_id"), str):
+        return False
+    calls = message.get("tool_calls")
+    if calls is None:
+        return True
+    if not isinstance(calls, list) or not calls:
+        return False
+    for call in calls:
+        function = call.get("function") if isinstance(call, dict) else None
+        if not (isinstance(function, dict) and isinstance(call.get("id"), str) and call["id"]):
+            return False
+        if not (
+            isinstance(function.get("name"), str) and function["name"] and isinstance(function.get("arguments"), str)
+        ):
+            return False
+    return True
+
+
 def _clean_message(message: dict[str, Any], index: int, notes: list[str]) -> tuple[Message | None, bool]:
     role = message.get("role")
     content = message.get("content")
@@ -102,6 +125,10 @@ def sanitize_messages(messages: Sequence[Any]) -> Sanitized:
         if not isinstance(item, dict):
             result.dropped += 1
             result.notes.append(f"#{index}: {type(item).__name__} is not a message; dropped")
+            continue
+        if _is_clean(item):
+            result.messages.append(item)
+            result.origins.append(index)
             continue
         cleaned, changed = _clean_message(item, index, result.notes)
         if cleaned is None:
