@@ -102,3 +102,14 @@ def test_relative_date_rewriting_is_idempotent() -> None:
     once = absolutize_dates("Call back by Friday, ship on Wednesday, refund in 3 days.", date(2026, 11, 2))
     assert once == "Call back by Friday 2026-11-06, ship on Wednesday 2026-11-04, refund by 2026-11-05."
     assert absolutize_dates(once, date(2026, 11, 20)) == once
+
+
+def test_clear_caches_forgets_customer_text_held_process_wide() -> None:
+    from compression import clear_caches
+    from compression.facts import _extract
+    from compression.pruning import shrink_tool_output
+
+    FactExtractor().extract("Call jane.doe@example.com about #W2378156")
+    shrink_tool_output("jane.doe@example.com " * 100)
+    clear_caches()
+    assert _extract.cache_info().currsize == 0 and shrink_tool_output.cache_info().currsize == 0
