@@ -231,6 +231,9 @@ class ContextCompressor(ContextEngine):
         newly_aged = set(result.aged_call_ids) - self._aged_call_ids
         if newly_aged:
             self._aged_call_ids |= newly_aged
+            for message in result.messages:  # index the new stubs now, as preflight does for new messages
+                if message.get("role") == "tool" and message.get("tool_call_id") in newly_aged:
+                    self.extractor.extract(str(message.get("content")))
             duration_ms = (time.perf_counter() - started) * 1000
             result.events.append(aging_event(messages, result, len(newly_aged), duration_ms))
         return result
