@@ -139,8 +139,7 @@ def replay(
         **options,
     )
     context: list[Message] = [{"role": "system", "content": SYSTEM_PROMPT}]
-    history_tokens = estimate_messages_tokens(context)
-    state = ReplayState()
+    history_tokens, state = estimate_messages_tokens(context), ReplayState()
 
     def compact(messages: list[Message]) -> None:
         nonlocal context
@@ -166,9 +165,8 @@ def replay(
             state.prefix_total += prompt_tokens
         state.previous_prompt, state.compacted_since_last_call = prompt, False
         state.baseline += history_tokens + estimate_message_tokens(prompt[-1])
-        state.compressed += prompt_tokens
+        state.compressed, state.calls = state.compressed + prompt_tokens, state.calls + 1
         state.max_context = max(state.max_context, prompt_tokens)
-        state.calls += 1
         engine.update_from_response(Usage(prompt_tokens=prompt_tokens, completion_tokens=60))
         if engine.should_compress():
             compact(aged.messages)
@@ -178,9 +176,8 @@ def replay(
         user, rounds, reply = turn_messages(turn, call_id)
         call_id += len(turn.tool_calls)
         now = f"{turn.at:%Y-%m-%d %H:%M} UTC"
-        for message in user:
-            context.append(message)
-            history_tokens += estimate_messages_tokens([message])
+        context.extend(user)
+        history_tokens += estimate_messages_tokens(user)
         for round_messages in rounds:
             llm_call(index, now)  # the call that decides on the tools
             context.extend(round_messages)

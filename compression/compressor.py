@@ -28,8 +28,10 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from compression.aging import (
     DEFAULT_AGING_BATCH_TOKENS,
@@ -45,13 +47,14 @@ from compression.decisions import DecisionLedger, ReconcileContext
 from compression.engine import ContextEngine, register_engine, trace_event
 from compression.facts import DEFAULT_FACT_PATTERNS, FactExtractor, FactPattern
 from compression.fallback import fallback_summary
-from compression.pinning import PinnedIdentifiers, strip_pinned_block
+from compression.pinning import PinnedIdentifiers, PinSelection, strip_pinned_block
 from compression.pruning import PRUNE_MIN_CHARS, is_pruned, prune_tool_outputs, shrink_tool_output
 from compression.sanitize import sanitize_messages
 from compression.sections import trim_to_budget
 from compression.summarizer import (
     COOLDOWN_STEPS_S,
     PROMPTS_DIR,
+    NotesDraft,
     SummaryRequest,
     SummaryWriter,
     latest_customer_message,
@@ -59,7 +62,7 @@ from compression.summarizer import (
     summarize_in_chunks,
 )
 from compression.tokens import content_text, estimate_message_tokens, estimate_messages_tokens, estimate_text_tokens
-from compression.types import CompressionResult, ContextOverflowError, Message, SummaryLLM, Usage
+from compression.types import CompressionResult, ContextOverflowError, KeyDecision, Message, SummaryLLM, Usage
 
 DEFAULT_THRESHOLD_PERCENT = 0.50
 DEFAULT_THRESHOLD_FLOOR_TOKENS = 4_000
@@ -84,6 +87,38 @@ MAX_COMPACTIONS_PER_WINDOW = 3
 FREQUENCY_WINDOW_CHECKS = 6
 HARD_LIMIT_RATIO = 0.95
 MAX_THRESHOLD_SHARE = 0.85  # a floor larger than a small window must still leave room to compact before it is full
+
+
+@dataclass
+class WrittenNotes:
+    """The notes of one compaction and what went into them, for the result and its trace event."""
+
+    notes: str
+    decisions: list[KeyDecision]
+    draft: NotesDraft
+    pruned_indexes: list[int]
+    selection: PinSelection
+    trimmed: int
+    rejected: int
+
+    def trace(self, head: int) -> dict[str, Any]:
+        return {
+            "pruned_indexes": [head + index for index in self.pruned_indexes],
+            "attempts": [{"model": a.model, "error": a.error} for a in self.draft.attempts],
+            "cooldown": self.draft.skipped_for_cooldown,
+            "summary_chunks": self.draft.chunks,
+            "summary_request_tokens": self.draft.request_tokens,
+            "notes_tokens": estimate_text_tokens(self.notes),
+            "pinned_facts": len(self.selection.pinned),
+            "pinned_evicted": self.selection.evicted,
+            "notes_items_trimmed": self.trimmed,
+            "decisions": {
+                "new": sum(d.new and not d.changed for d in self.decisions),
+                "changed": sum(d.changed for d in self.decisions),
+                "carried": sum(not d.new for d in self.decisions),
+                "rejected": self.rejected,
+            },
+        }
 
 
 @register_engine
@@ -118,10 +153,7 @@ class ContextCompressor(ContextEngine):
         prompts_dir: Path = PROMPTS_DIR,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        if context_length <= 0:
-            raise ValueError(f"context_length must be positive, got {context_length}.")
-        if not 0 < threshold_percent <= 1:
-            raise ValueError(f"threshold_percent must be in (0, 1], got {threshold_percent}.")
+        _check_options(context_length, threshold_percent)
         self.threshold_percent = threshold_percent
         self.threshold_floor_tokens = threshold_floor_tokens
         self.max_working_tokens = max_working_tokens
@@ -141,10 +173,8 @@ class ContextCompressor(ContextEngine):
             cooldown_steps_s=cooldown_steps_s,
             clock=clock,
         )
-        self.min_savings_ratio = min_savings_ratio
-        self.max_ineffective_compactions = max_ineffective_compactions
-        self.max_compactions_per_window = max_compactions_per_window
-        self.frequency_window = frequency_window
+        self.min_savings_ratio, self.max_ineffective_compactions = min_savings_ratio, max_ineffective_compactions
+        self.max_compactions_per_window, self.frequency_window = max_compactions_per_window, frequency_window
         self.prompts_dir = prompts_dir
         load_prompt_templates(prompts_dir)
         self.clock = clock
@@ -277,42 +307,12 @@ class ContextCompressor(ContextEngine):
             return self._finish_unchanged(messages, working, tokens_before, estimated_before, started)
 
         middle = working[head:tail]
-        turns = [message for message in middle if notes_of(message) is None]
-        pruned, pruned_indexes = prune_tool_outputs(turns, range(len(turns)))
-        previous_notes = previous[1] if previous is not None else None
-        pins = PinnedIdentifiers(self.extractor, self.pinned_budget_tokens)
-        selection = pins.candidates(pruned, previous_notes)
-        draft = summarize_in_chunks(
-            self.writer,
-            pruned,
-            head,
-            SummaryRequest(
-                previous_summary=previous_notes,
-                pinned=selection.render_candidates(),
-                latest_ask=latest_customer_message(messages),
-                focus_topic=focus_topic,
-                as_of=_latest_time(middle),
-                max_tokens=int(self.summary_budget_tokens * SUMMARY_OUTPUT_SHARE),
-                prompts_dir=self.prompts_dir,
-            ),
-            window_tokens=self.summary_context_length,
-            fallback=lambda chunk, first, notes: fallback_summary(chunk, first_index=first, previous_summary=notes),
-        )
-        compacted_range = (head, tail)
-        rejected_before = self.ledger.rejected
-        notes, decisions = self.ledger.reconcile(
-            strip_pinned_block(draft.text),
-            ReconcileContext(pruned, head, compacted_range, _latest_time(middle)),
-        )
-        pins.select(selection, notes)
-        pin_tokens = estimate_text_tokens(pins.render(selection.pinned)) if selection.pinned else 0
-        notes, trimmed = trim_to_budget(notes, self.summary_budget_tokens - pin_tokens - 2)
-        notes = pins.append(notes, selection.pinned)
-
-        assembled = insert_notes(working[:head], notes, working[tail:], middle[-1].get("created_at"))
+        written = self._write_notes(messages, middle, (head, tail), previous, focus_topic)
+        assembled = insert_notes(working[:head], written.notes, working[tail:], middle[-1].get("created_at"))
         result_messages, orphans, stubs = repair_tool_sequence(assembled)
         tokens_after = estimate_messages_tokens(result_messages)
         self._record_compaction(estimated_before, tokens_after)
+        draft = written.draft
         event = trace_event(
             strategy="summary" if not draft.fallback_used else "fallback_summary",
             engine=self.name,
@@ -320,40 +320,75 @@ class ContextCompressor(ContextEngine):
             messages_after=len(result_messages),
             tokens_before=tokens_before,
             tokens_after=tokens_after,
-            compacted_range=compacted_range,
+            compacted_range=(head, tail),
             started=started,
             model=draft.model,
             fallback_used=draft.fallback_used,
-            pruned_indexes=[head + index for index in pruned_indexes],
-            attempts=[{"model": a.model, "error": a.error} for a in draft.attempts],
-            cooldown=draft.skipped_for_cooldown,
-            summary_chunks=draft.chunks,
-            summary_request_tokens=draft.request_tokens,
-            notes_tokens=estimate_text_tokens(notes),
-            pinned_facts=len(selection.pinned),
-            pinned_evicted=selection.evicted,
-            notes_items_trimmed=trimmed,
-            decisions={
-                "new": sum(d.new and not d.changed for d in decisions),
-                "changed": sum(d.changed for d in decisions),
-                "carried": sum(not d.new for d in decisions),
-                "rejected": self.ledger.rejected - rejected_before,
-            },
+            **written.trace(head),
             orphans_removed=orphans,
             stubs_added=stubs,
             focus_topic=focus_topic,
         )
         return CompressionResult(
             messages=result_messages,
-            summary=notes,
-            key_decisions=decisions,
-            compacted_range=compacted_range,
+            summary=written.notes,
+            key_decisions=written.decisions,
+            compacted_range=(head, tail),
             tokens_before=tokens_before,
             tokens_after=tokens_after,
             summary_model=draft.model,
             summary_usage=draft.usage,
             fallback_used=draft.fallback_used,
             events=[event],
+        )
+
+    def _write_notes(
+        self,
+        messages: list[Message],
+        middle: list[Message],
+        compacted_range: tuple[int, int],
+        previous: tuple[int, str] | None,
+        focus_topic: str | None,
+    ) -> WrittenNotes:
+        """Notes for ``middle``: summarized (in chunks if need be), decisions reconciled, pins within budget."""
+        head = compacted_range[0]
+        turns = [message for message in middle if notes_of(message) is None]
+        pruned, pruned_indexes = prune_tool_outputs(turns, range(len(turns)))
+        previous_notes = previous[1] if previous is not None else None
+        pins = PinnedIdentifiers(self.extractor, self.pinned_budget_tokens)
+        selection = pins.candidates(pruned, previous_notes)
+        request = SummaryRequest(
+            previous_summary=previous_notes,
+            pinned=selection.render_candidates(),
+            latest_ask=latest_customer_message(messages),
+            focus_topic=focus_topic,
+            as_of=_latest_time(middle),
+            max_tokens=int(self.summary_budget_tokens * SUMMARY_OUTPUT_SHARE),
+            prompts_dir=self.prompts_dir,
+        )
+        draft = summarize_in_chunks(
+            self.writer,
+            pruned,
+            head,
+            request,
+            window_tokens=self.summary_context_length,
+            fallback=lambda chunk, first, notes: fallback_summary(chunk, first_index=first, previous_summary=notes),
+        )
+        rejected_before = self.ledger.rejected
+        notes, decisions = self.ledger.reconcile(
+            strip_pinned_block(draft.text), ReconcileContext(pruned, head, compacted_range, _latest_time(middle))
+        )
+        pins.select(selection, notes)
+        pin_tokens = estimate_text_tokens(pins.render(selection.pinned)) if selection.pinned else 0
+        notes, trimmed = trim_to_budget(notes, self.summary_budget_tokens - pin_tokens - 2)
+        return WrittenNotes(
+            notes=pins.append(notes, selection.pinned),
+            decisions=decisions,
+            draft=draft,
+            pruned_indexes=pruned_indexes,
+            selection=selection,
+            trimmed=trimmed,
+            rejected=self.ledger.rejected - rejected_before,
         )
 
     # -- helpers ---------------------------------------------------------------------------------------------
@@ -412,6 +447,13 @@ class ContextCompressor(ContextEngine):
             tokens_after=tokens_after,
             events=[event],
         )
+
+
+def _check_options(context_length: int, threshold_percent: float) -> None:
+    if context_length <= 0:
+        raise ValueError(f"context_length must be positive, got {context_length}.")
+    if not 0 < threshold_percent <= 1:
+        raise ValueError(f"threshold_percent must be in (0, 1], got {threshold_percent}.")
 
 
 def _alternating_tail(messages: list[Message], head: int, tail: int) -> int:
