@@ -33,7 +33,7 @@ from jinja2 import Environment
 from sqlalchemy import Engine
 from sqlmodel import Session, col, select
 
-from app.conversation_context import ChatMessage, load_context, record_compaction
+from app.conversation_context import ChatMessage, load_context, record_compaction, with_compaction_record
 from app.events import EventBroker
 from app.llm import ChatResponse, LLMError, LLMGateway
 from app.memory_outbox import enqueue_key_decisions
@@ -47,7 +47,7 @@ from app.models import (
 )
 from app.settings import Settings
 from app.tools import ToolContext, ToolRegistry
-from compression import CompressionError, ContextCompressor, ContextEngine
+from compression import CompressionError, ContextCompressor, ContextEngine, TruncationEngine, estimate_messages_tokens
 
 logger = logging.getLogger(__name__)
 
@@ -202,13 +202,16 @@ class AgentService:
     async def _reply(self, session: Session, conversation: Conversation, customer: Customer) -> None:
         assert conversation.id is not None and customer.id is not None
         engine = self._engine(conversation.id)
-        system_prompt = await self._system_prompt(session, conversation, customer)
-        context = load_context(session, conversation.id, system_prompt)
+        system_prompt, turn_context = await self._system_prompt(session, conversation, customer)
+        context = aged_context(engine, load_context(session, conversation.id, system_prompt), conversation.id)
         session.commit()
         if engine.should_compress_preflight(context):
             context = await self._compact(session, conversation.id, customer.id, engine, context)
         for _ in range(MAX_TOOL_ROUNDS):
-            response = await self._chat(conversation.id, context)
+            context = aged_context(engine, context, conversation.id)
+            # Stable prefix first (instructions, notes, transcript), the volatile turn context last: a provider's
+            # prompt cache then reuses everything up to the newest messages.
+            response = await self._chat(conversation.id, [*context, {"role": "system", "content": turn_context}])
             if response.usage is not None:
                 engine.update_from_response(response.usage)
             assistant = self._persist(
@@ -325,8 +328,8 @@ class AgentService:
     ) -> list[ChatMessage]:
         try:
             result = await anyio.to_thread.run_sync(lambda: engine.compress(list(context)))
-        except CompressionError as error:
-            raise TurnFailure(f"context does not fit the model: {error}") from error
+        except Exception as error:  # a compressor bug must not cost the customer their answer
+            return uncompacted_context(context, error, self.settings, conversation_id)
         price = self.settings.model_prices.get(result.summary_model or "")
         usage = result.summary_usage
         cost = price.cost(usage.prompt_tokens, usage.completion_tokens) if price and usage else None
@@ -357,7 +360,7 @@ class AgentService:
             return context
         sizes = {"tokens_before": result.tokens_before, "tokens_after": result.tokens_after}
         self.broker.publish(conversation_id, "context.compacted", {"compaction_id": compaction.id, **sizes})
-        return result.messages
+        return with_compaction_record(result.messages, compaction)
 
     # -- helpers -------------------------------------------------------------------------------------------------
     def _persist(self, session: Session, message: Message) -> Message:
@@ -392,7 +395,9 @@ class AgentService:
             session.commit()
             self.broker.publish(conversation_id, "conversation.status", {"status": conversation.status.value})
 
-    async def _system_prompt(self, session: Session, conversation: Conversation, customer: Customer) -> str:
+    async def _system_prompt(self, session: Session, conversation: Conversation, customer: Customer) -> tuple[str, str]:
+        """(instructions, turn context): the first never changes within a conversation, the second (time and
+        memory recall) changes every turn and goes at the end of each request."""
         memory = ""
         if self.memory_section is not None and customer.id is not None:
             latest = self._latest_customer_text(session, conversation)
@@ -401,13 +406,17 @@ class AgentService:
                 memory = await self.memory_section(customer.id, latest)
             except Exception:  # memory degrades the reply; it never blocks it
                 logger.exception("Memory recall failed for customer %s", customer.id)
-        return self.prompts.get_template(SYSTEM_PROMPT_TEMPLATE).render(
+        template = self.prompts.get_template(SYSTEM_PROMPT_TEMPLATE)
+        instructions = template.render(
+            part="instructions",
             shop_name=self.settings.shop_name,
-            now=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC (%A)"),
             customer_name=customer.name,
             customer_verified=customer.external_id is not None,
-            memory=memory,
         )
+        turn_context = template.render(
+            part="turn_context", now=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC (%A)"), memory=memory
+        )
+        return instructions, turn_context
 
     @staticmethod
     def _latest_customer_text(session: Session, conversation: Conversation) -> str:
@@ -445,3 +454,36 @@ class AgentService:
             summary_llm=self.gateway,
             summary_model_override=self.settings.summary_model_override,
         )
+
+
+def uncompacted_context(
+    context: list[ChatMessage], error: Exception, settings: Settings, conversation_id: int
+) -> list[ChatMessage]:
+    """The context to send when compaction failed: as it is if it fits the window with room for the reply, else
+    the oldest turns dropped (tool calls kept with their results); ``TurnFailure`` when not even that fits."""
+    logger.error(
+        "Context compaction failed in conversation %s (%s: %s); continuing without it",
+        conversation_id,
+        type(error).__name__,
+        error,
+        exc_info=not isinstance(error, CompressionError),
+    )
+    if estimate_messages_tokens(context) + settings.max_reply_tokens <= settings.context_length:
+        return context
+    truncation = TruncationEngine(model="", context_length=settings.context_length)
+    try:
+        return truncation.compress(list(context)).messages
+    except Exception as truncation_error:
+        raise TurnFailure(f"context does not fit the model: {truncation_error}") from error
+
+
+def aged_context(engine: ContextEngine, context: list[ChatMessage], conversation_id: int) -> list[ChatMessage]:
+    """``context`` with old tool output aged by the engine (the transcript keeps it whole); never fails a turn."""
+    try:
+        aged = engine.age_tool_results(context)
+    except Exception:  # aging only saves tokens; without it the turn goes on unchanged
+        logger.exception("Tool-output aging failed in conversation %s", conversation_id)
+        return context
+    for event in aged.events:
+        logger.info("context aging in conversation %s: %s", conversation_id, event)
+    return aged.messages

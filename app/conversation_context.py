@@ -1,9 +1,13 @@
 """The LLM context of a conversation, rebuilt from the transcript and its latest compaction.
 
-The transcript (``messages``) is never edited. The latest ``Compaction`` overlays a summary on an inclusive range of
-message ids; the context is the system prompt, the messages before that range, the framed summary, and the messages
-after it. Private agent notes never enter the context. Each context message carries the ``id`` of its row (and
-``created_at``), so the compressor's index ranges map back to message ids; ``app.llm`` strips both before sending.
+The transcript (``messages``) is never edited. Compactions nest: each one covers the range of the one before it
+plus the turns since, so the latest ``Compaction`` alone describes the context, which is the system prompt, the
+messages before its range (the first exchange, until a second compaction takes it in), its notes, and the
+messages after its range. Private agent notes never enter the context.
+
+Each context message carries the ``id`` of its row (and ``created_at``), and the notes message carries the id range
+it stands for under ``NOTES_KEY``, so the compressor's index ranges map back to message ids; ``app.llm`` strips
+those keys before sending.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from app.models import (
     segment_title,
 )
 from compression import CompressionResult
-from compression.assembly import insert_summary, repair_tool_sequence
+from compression.assembly import NOTES_KEY, insert_notes, repair_tool_sequence
 
 ChatMessage = dict[str, Any]
 
@@ -79,17 +83,37 @@ def load_context(session: Session, conversation_id: int, system_prompt: str) -> 
         assert compaction.first_message_id is not None
         head = [system, *(to_chat_message(r) for r in rows if r.id is not None and r.id < compaction.first_message_id)]
         tail = [to_chat_message(r) for r in rows if r.id is not None and r.id > compaction.last_message_id]
-        messages = insert_summary(head, compaction.summary, tail, compaction.created_at.isoformat())
+        messages = insert_notes(
+            head,
+            compaction.summary,
+            tail,
+            compaction.created_at.isoformat(),
+            first_message_id=compaction.first_message_id,
+            last_message_id=compaction.last_message_id,
+            compaction_id=compaction.id,
+        )
     repaired, _, _ = repair_tool_sequence(messages)
     return repaired
 
 
+def _covered_ids(message: ChatMessage) -> list[int]:
+    """The message ids one context message stands for: its own row, or the range of the notes it holds."""
+    record = message.get(NOTES_KEY)
+    if isinstance(record, dict):
+        return [
+            value for value in (record.get("first_message_id"), record.get("last_message_id")) if isinstance(value, int)
+        ]
+    identifier = message.get("id")
+    return [identifier] if isinstance(identifier, int) else []
+
+
 def compacted_message_ids(context: list[ChatMessage], result: CompressionResult) -> tuple[int, int] | None:
-    """The inclusive message-id range a compaction replaced (None when it replaced no stored message)."""
+    """The inclusive message-id range a compaction replaced, the previous notes' range included (None when it
+    replaced no stored message)."""
     if result.compacted_range is None:
         return None
     start, end = result.compacted_range
-    ids = [message["id"] for message in context[start:end] if isinstance(message.get("id"), int)]
+    ids = [identifier for message in context[start:end] for identifier in _covered_ids(message)]
     return (min(ids), max(ids)) if ids else None
 
 
@@ -161,3 +185,16 @@ def record_compaction(
     )
     session.add(compaction)
     return compaction
+
+
+def with_compaction_record(messages: list[ChatMessage], compaction: Compaction) -> list[ChatMessage]:
+    """``messages`` whose notes message carries the id range of ``compaction``, as ``load_context`` would build it,
+    so that a later compaction in the same turn covers that range too."""
+    marked = []
+    for message in messages:
+        record = message.get(NOTES_KEY)
+        if isinstance(record, dict):
+            ids = {"first_message_id": compaction.first_message_id, "last_message_id": compaction.last_message_id}
+            message = {**message, NOTES_KEY: {**record, **ids, "compaction_id": compaction.id}}
+        marked.append(message)
+    return marked

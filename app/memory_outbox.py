@@ -21,6 +21,18 @@ def memory_customer_id(customer_id: int) -> str:
     return str(customer_id)
 
 
+def decision_digest(memory_id: str, conversation_id: int, decision: KeyDecision, message_range: object) -> str:
+    """The outbox identity of one version of a decision.
+
+    A decision with a stable key is identified by conversation, key and the compaction that produced this version,
+    so a reworded carry-over is never queued again while a change (a new date, a new amount) is queued once as the
+    version that supersedes the last. Decisions without a key fall back to their text.
+    """
+    if not decision.key:
+        return content_hash(memory_id, decision.kind, decision.text)
+    return content_hash(memory_id, decision.kind, f"decision {conversation_id}:{decision.key} {message_range}")
+
+
 def enqueue_key_decisions(
     session: Session,
     *,
@@ -30,9 +42,12 @@ def enqueue_key_decisions(
     message_range: tuple[int, int] | None,
     source: ConclusionSource = ConclusionSource.COMPACTION,
 ) -> list[ConclusionRow]:
-    """Add outbox rows for ``decisions`` to the caller's transaction; ones already queued are skipped."""
+    """Add outbox rows for the new and changed ``decisions`` to the caller's transaction.
+
+    Decisions carried over unchanged were delivered when they first appeared and are skipped, and so are rows
+    already queued (the same compaction recorded twice)."""
     memory_id = memory_customer_id(customer_id)
-    wanted = {content_hash(memory_id, d.kind, d.text): d for d in decisions}
+    wanted = {decision_digest(memory_id, conversation_id, d, message_range): d for d in decisions if d.new}
     if not wanted:
         return []
     known = set(

@@ -29,14 +29,12 @@ logger = logging.getLogger(__name__)
 RECALL_TIMEOUT_S = 2.0
 RECALL_LIMIT = 8
 OUTBOX_POLL_S = 30.0
-MEMORY_TEXT_MAX_CHARS = 300
 
 
 def _safe(text: str) -> str:
-    flat = " ".join(text.split())
-    if len(flat) > MEMORY_TEXT_MAX_CHARS:
-        flat = flat[: MEMORY_TEXT_MAX_CHARS - 1] + "…"
-    return html.escape(flat, quote=False)
+    """One memory as one escaped line, whole: what is stored is already short, and a cut could split an
+    identifier (a tracking number) that the customer needs."""
+    return html.escape(" ".join(text.split()), quote=False)
 
 
 def _line(item: MemoryItem) -> str:

@@ -2,33 +2,51 @@
 
     python -m benchmarks.compression --json
 
-Every LLM call of the session is simulated: the prompt is the engine's current context, prompt tokens are the
-local estimate, and a zero-latency scripted summarizer answers compaction requests (it copies no identifier, so
-retention measures the pinned-facts mechanism, not the summarizer). The baseline is the same session without
-compression. ``cold_500_message_context`` times one compaction of a ~500-message context, as the app runs it
-(preflight indexed each turn) and cold (every cache cleared).
+Every LLM call of the session is simulated: the prompt is the engine's current context followed by a per-turn
+context message (time and memory recall, as the app sends it last), prompt tokens are the local estimate, and a
+zero-latency scripted summarizer answers compaction requests (it copies no identifier, so retention measures the
+pinned-identifier mechanism, not the summarizer). The baseline is the same session without compression. The run is
+repeated at a 32k and a 128k window; ``cost_ratio`` adds what the summaries cost at example prices.
+
+Also reported: ``decisions`` (a session of weekday-phrased promises across several compactions and midnights,
+``benchmarks.decision_session``), ``cold_500_message_context`` (one compaction of a ~500-message context, first in
+fresh processes and as the app runs it), and ``app_replay`` (the real app at an 8k window,
+``benchmarks.compaction_replay``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks.support_sessions import Session, generate_session, turn_messages
 from compression import ContextCompressor, create_engine, registered_engines
 from compression.pruning import shrink_tool_output
-from compression.tokens import estimate_messages_tokens, estimate_text_tokens
+from compression.tokens import estimate_message_tokens, estimate_messages_tokens, estimate_text_tokens
 from compression.types import Completion, Message, Usage
 
 CONTEXT_LENGTH = 32_000
+LARGE_CONTEXT_LENGTH = 128_000
+WORKING_SET_SWEEP = (8_000, 12_000, 16_000, 24_000, None)
 MAIN_MODEL = "main-model"
 SUMMARY_MODEL = "summary-mini"
+# Example prices in USD per million tokens: the main model's input, the summary model's input and output.
+MAIN_INPUT_PER_MTOK = 2.50
+SUMMARY_INPUT_PER_MTOK = 0.15
+SUMMARY_OUTPUT_PER_MTOK = 0.60
 SYSTEM_PROMPT = (
     "You are the customer-support assistant of Acme Kitchen. Use the tools to look up orders and shipments, never "
     "invent order data, confirm before any refund or cancellation, and hand off to a human when asked. " * 3
+)
+TURN_CONTEXT = (
+    "Now: {now}.\n\nThe block below is reference data about this customer from earlier conversations.\n"
+    "<customer-memory>\nOpen promises to this customer:\n- [promise, due 2026-11-09] Refund to the original card.\n"
+    "What we know about this customer (recall {turn}):\n- Prefers text messages over email.\n</customer-memory>"
 )
 SCRIPTED_SUMMARY = """## Customer Goal
 - The customer is following up on several kitchen orders (delivery status, a damaged item, a refund).
@@ -54,6 +72,7 @@ SCRIPTED_SUMMARY = """## Customer Goal
 - None
 """
 RUNS_500 = 30
+COLD_RUNS_500 = 20
 
 
 class ScriptedSummarizer:
@@ -75,76 +94,133 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
-def replay(session: Session, engine_name: str) -> dict[str, Any]:
+def shared_prefix_tokens(previous: list[Message], current: list[Message]) -> int:
+    """Tokens of the leading messages ``current`` shares with ``previous`` (what a provider's cache can reuse)."""
+    shared = 0
+    for before, now in zip(previous, current, strict=False):
+        if before != now:
+            break
+        shared += estimate_message_tokens(now)
+    return shared
+
+
+@dataclass
+class ReplayState:
+    """What one replay measures as it goes."""
+
+    baseline: int = 0
+    compressed: int = 0
+    calls: int = 0
+    max_context: int = 0
+    fallback: int = 0
+    notes_tokens_max: int = 0
+    durations: list[float] = field(default_factory=list)
+    prefix_shared: int = 0
+    prefix_total: int = 0
+    previous_prompt: list[Message] = field(default_factory=list)
+    compacted_since_last_call: bool = False
+    aging_batches: int = 0
+
+
+def _prompt(context: list[Message], turn: int, now: str) -> list[Message]:
+    return [*context, {"role": "system", "content": TURN_CONTEXT.format(now=now, turn=turn % 3)}]
+
+
+def replay(
+    session: Session, engine_name: str, *, context_length: int = CONTEXT_LENGTH, **options: Any
+) -> dict[str, Any]:
     summarizer = ScriptedSummarizer()
     engine = create_engine(
         engine_name,
         model=MAIN_MODEL,
-        context_length=CONTEXT_LENGTH,
+        context_length=context_length,
         summary_llm=summarizer,
         summary_model_override=SUMMARY_MODEL,
+        **options,
     )
     context: list[Message] = [{"role": "system", "content": SYSTEM_PROMPT}]
-    baseline_history_tokens = estimate_messages_tokens(context)
-    baseline = compressed = calls = max_context = 0
-    durations: list[float] = []
-    fallback = 0
-    call_id = 0
+    history_tokens, state = estimate_messages_tokens(context), ReplayState()
 
-    def compact() -> None:
-        nonlocal context, fallback
+    def compact(messages: list[Message]) -> None:
+        nonlocal context
         started = time.perf_counter()
-        result = engine.compress(context)
-        durations.append((time.perf_counter() - started) * 1000)
-        fallback += result.fallback_used
+        result = engine.compress(messages)
+        state.durations.append((time.perf_counter() - started) * 1000)
+        state.fallback += result.fallback_used
+        state.notes_tokens_max = max(state.notes_tokens_max, estimate_text_tokens(result.summary or ""))
+        state.compacted_since_last_call = True
         context = result.messages
 
-    def llm_call() -> None:
-        nonlocal baseline, compressed, calls, max_context
-        if engine.should_compress_preflight(context):
-            compact()
-        prompt_tokens = estimate_messages_tokens(context)
-        baseline += baseline_history_tokens
-        compressed += prompt_tokens
-        max_context = max(max_context, prompt_tokens)
-        calls += 1
+    def llm_call(turn: int, now: str) -> None:
+        # As the app does: the transcript is kept whole, old tool output is aged in what is sent.
+        aged = engine.age_tool_results(context)
+        state.aging_batches += len(aged.events)
+        if engine.should_compress_preflight(aged.messages):
+            compact(aged.messages)
+            aged = engine.age_tool_results(context)
+        prompt = _prompt(aged.messages, turn, now)
+        prompt_tokens = estimate_messages_tokens(prompt)
+        if state.previous_prompt and not state.compacted_since_last_call:
+            state.prefix_shared += shared_prefix_tokens(state.previous_prompt, prompt)
+            state.prefix_total += prompt_tokens
+        state.previous_prompt, state.compacted_since_last_call = prompt, False
+        state.baseline += history_tokens + estimate_message_tokens(prompt[-1])
+        state.compressed, state.calls = state.compressed + prompt_tokens, state.calls + 1
+        state.max_context = max(state.max_context, prompt_tokens)
         engine.update_from_response(Usage(prompt_tokens=prompt_tokens, completion_tokens=60))
         if engine.should_compress():
-            compact()
+            compact(aged.messages)
 
-    for turn in session.turns:
+    call_id = 0
+    for index, turn in enumerate(session.turns):
         user, rounds, reply = turn_messages(turn, call_id)
         call_id += len(turn.tool_calls)
-        for message in user:
-            context.append(message)
-            baseline_history_tokens += estimate_messages_tokens([message])
+        now = f"{turn.at:%Y-%m-%d %H:%M} UTC"
+        context.extend(user)
+        history_tokens += estimate_messages_tokens(user)
         for round_messages in rounds:
-            llm_call()  # the call that decides on the tools
+            llm_call(index, now)  # the call that decides on the tools
             context.extend(round_messages)
-            baseline_history_tokens += estimate_messages_tokens(round_messages)
-        llm_call()  # the call that writes the reply
+            history_tokens += estimate_messages_tokens(round_messages)
+        llm_call(index, now)  # the call that writes the reply
         context.append(reply)
-        baseline_history_tokens += estimate_messages_tokens([reply])
+        history_tokens += estimate_messages_tokens([reply])
+    return _report(engine_name, engine, session, context, state, summarizer)
 
+
+def _report(
+    engine_name: str,
+    engine: Any,
+    session: Session,
+    context: list[Message],
+    state: ReplayState,
+    summarizer: ScriptedSummarizer,
+) -> dict[str, Any]:
     final_text = json.dumps(context, ensure_ascii=False)
     retained = sum(1 for _, identifier in session.planted if identifier in final_text)
+    summary_usage = sum(summarizer.usage_by_model.values(), Usage())
+    summary_cost = (
+        summary_usage.prompt_tokens * SUMMARY_INPUT_PER_MTOK + summary_usage.completion_tokens * SUMMARY_OUTPUT_PER_MTOK
+    )
     return {
         "engine": engine_name,
-        "llm_calls": calls,
-        "baseline_prompt_tokens": baseline,
-        "compressed_prompt_tokens": compressed,
-        "ratio": round(compressed / baseline, 4),
+        "llm_calls": state.calls,
+        "baseline_prompt_tokens": state.baseline,
+        "compressed_prompt_tokens": state.compressed,
+        "ratio": round(state.compressed / state.baseline, 4),
+        "cost_ratio": round((state.compressed * MAIN_INPUT_PER_MTOK + summary_cost) / (state.baseline * 2.50), 4),
         "compactions": engine.compression_count,
-        "fallback_summaries": fallback,
-        "max_context_tokens": max_context,
-        "compress_ms_p50": round(percentile(durations, 0.50), 3),
-        "compress_ms_p95": round(percentile(durations, 0.95), 3),
+        "aging_batches": state.aging_batches,
+        "fallback_summaries": state.fallback,
+        "max_context_tokens": state.max_context,
+        "notes_tokens_max": state.notes_tokens_max,
+        "summary_budget_tokens": getattr(engine, "summary_budget_tokens", None),
+        "stable_prefix_share": round(state.prefix_shared / state.prefix_total, 4) if state.prefix_total else None,
+        "compress_ms_p50": round(percentile(state.durations, 0.50), 3),
+        "compress_ms_p95": round(percentile(state.durations, 0.95), 3),
         "pinned_retention": round(retained / len(session.planted), 4),
         "planted_identifiers": len(session.planted),
-        "summary_tokens_by_model": {
-            model: {"prompt": usage.prompt_tokens, "completion": usage.completion_tokens}
-            for model, usage in summarizer.usage_by_model.items()
-        },
+        "summary_tokens": {"prompt": summary_usage.prompt_tokens, "completion": summary_usage.completion_tokens},
     }
 
 
@@ -164,28 +240,42 @@ def _first_500_messages(session: Session) -> list[list[Message]]:
     return turns
 
 
+COLD_PROCESS_SCRIPT = """
+import time
+from benchmarks.compression import _first_500_messages, ScriptedSummarizer, MAIN_MODEL, SUMMARY_MODEL, CONTEXT_LENGTH
+from benchmarks.support_sessions import generate_session
+from compression import ContextCompressor
+messages = [m for group in _first_500_messages(generate_session()) for m in group]
+engine = ContextCompressor(model=MAIN_MODEL, context_length=CONTEXT_LENGTH, summary_llm=ScriptedSummarizer(),
+                           summary_model_override=SUMMARY_MODEL)
+started = time.perf_counter()
+engine.compress(messages)
+print((time.perf_counter() - started) * 1000)
+"""
+
+
+def time_cold_processes(runs: int = COLD_RUNS_500) -> list[float]:
+    """The first compaction of a ~500-message context, each in a fresh Python process (imports not timed)."""
+    timings = []
+    for _ in range(runs):
+        output = subprocess.run(
+            [sys.executable, "-c", COLD_PROCESS_SCRIPT], capture_output=True, text=True, check=True
+        ).stdout
+        timings.append(float(output.strip().splitlines()[-1]))
+    return timings
+
+
 def _clear_caches() -> None:
     estimate_text_tokens.cache_clear()
     shrink_tool_output.cache_clear()
 
 
 def time_500_message_context(session: Session) -> dict[str, Any]:
-    """One compaction of a ~500-message context, cold (all caches cleared) and as the app runs it (preflight
-    called once per turn while the context grew, which indexes each new message once)."""
+    """One compaction of a ~500-message context: in fresh processes, and as the app runs it (preflight called once
+    per turn while the context grew, which indexes each new message once)."""
     turns = _first_500_messages(session)
     messages = [m for group in turns for m in group]
-    cold, warm, preflight = [], [], []
-    for _ in range(RUNS_500):
-        _clear_caches()
-        engine = ContextCompressor(
-            model=MAIN_MODEL,
-            context_length=CONTEXT_LENGTH,
-            summary_llm=ScriptedSummarizer(),
-            summary_model_override=SUMMARY_MODEL,
-        )
-        started = time.perf_counter()
-        engine.compress(messages)
-        cold.append((time.perf_counter() - started) * 1000)
+    warm, preflight = [], []
     for _ in range(RUNS_500 // 3):
         _clear_caches()
         engine = ContextCompressor(
@@ -193,6 +283,7 @@ def time_500_message_context(session: Session) -> dict[str, Any]:
             context_length=1_000_000,
             summary_llm=ScriptedSummarizer(),
             summary_model_override=SUMMARY_MODEL,
+            max_working_tokens=None,
         )
         context: list[Message] = []
         for group in turns:
@@ -204,6 +295,7 @@ def time_500_message_context(session: Session) -> dict[str, Any]:
         started = time.perf_counter()
         engine.compress(messages)
         warm.append((time.perf_counter() - started) * 1000)
+    cold = time_cold_processes()
     return {
         "messages": len(messages),
         "tokens": estimate_messages_tokens(messages),
@@ -216,14 +308,51 @@ def time_500_message_context(session: Session) -> dict[str, Any]:
     }
 
 
-def run() -> dict[str, Any]:
+def working_set_sweep(session: Session) -> dict[str, Any]:
+    """The 128k-window run for several ``max_working_tokens``: what the default was chosen from."""
+    sweep = {}
+    for budget in WORKING_SET_SWEEP:
+        result = replay(session, "compressor", context_length=LARGE_CONTEXT_LENGTH, max_working_tokens=budget)
+        keys = ("ratio", "cost_ratio", "compactions", "pinned_retention", "stable_prefix_share")
+        sweep[str(budget or "none")] = {key: result[key] for key in keys}
+    return sweep
+
+
+def micro_compaction_off(session: Session) -> dict[str, Any]:
+    """The same runs without tool-result aging, for comparison."""
+    keys = ("ratio", "cost_ratio", "compactions", "pinned_retention", "stable_prefix_share", "summary_tokens")
+    small = replay(session, "compressor", micro_compaction=False)
+    large = replay(session, "compressor", context_length=LARGE_CONTEXT_LENGTH, micro_compaction=False)
+    return {**{key: small[key] for key in keys}, **{f"{key}_128k": large[key] for key in keys}}
+
+
+def run(*, app_replay: bool = True) -> dict[str, Any]:
+    from benchmarks.decision_session import measure_decisions
+
     session = generate_session()
     result = replay(session, "compressor")
     result["session"] = {"turns": len(session.turns), "tool_calls": session.tool_call_count}
     result["context_length"] = CONTEXT_LENGTH
+    large = replay(session, "compressor", context_length=LARGE_CONTEXT_LENGTH)
+    keys_128k = ("ratio", "cost_ratio", "compactions", "pinned_retention", "stable_prefix_share", "notes_tokens_max")
+    for key in (*keys_128k, "summary_tokens"):
+        result[f"{key}_128k"] = large[key]
+    result["run_128k"] = large
+    result["working_set_sweep_128k"] = working_set_sweep(session)
+    result["micro_compaction_off"] = micro_compaction_off(session)
+    result["decisions"] = measure_decisions()
+    for key in ("decision_duplicates", "due_date_accuracy", "promises_reaching_decisions"):
+        result[key] = result["decisions"][key]
     result["cold_500_message_context"] = time_500_message_context(session)
+    result["compress_500_cold_ms_p95"] = result["cold_500_message_context"]["compress_500_cold_ms_p95"]
+    if app_replay:
+        from benchmarks.compaction_replay import replay_app
+
+        result["app_replay"] = replay_app()
+        for key in ("summary_input_tokens_max", "raw_resummarized_messages"):
+            result[key] = result["app_replay"][key]
     result["other_engines"] = {
-        name: {key: value for key, value in replay(session, name).items() if key != "summary_tokens_by_model"}
+        name: {key: value for key, value in replay(session, name).items() if key != "summary_tokens"}
         for name in sorted(registered_engines())
         if name != "compressor"
     }
@@ -233,12 +362,10 @@ def run() -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--no-app-replay", action="store_true", help="skip the replay through the real app")
     args = parser.parse_args(argv)
-    result = run()
-    if args.json:
-        print(json.dumps(result))
-    else:
-        print(json.dumps(result, indent=2))
+    result = run(app_replay=not args.no_app_replay)
+    print(json.dumps(result) if args.json else json.dumps(result, indent=2))
     return 0
 
 

@@ -3,6 +3,7 @@
 It never imports ``app``, ``memory`` or ``openai``; the host passes a ``SummaryLLM`` callable.
 """
 
+from compression.aging import AgingResult
 from compression.compressor import ContextCompressor
 from compression.engine import ContextEngine, create_engine, register_engine, registered_engines
 from compression.facts import DEFAULT_FACT_PATTERNS, FactExtractor, FactPattern
@@ -19,8 +20,24 @@ from compression.types import (
     Usage,
 )
 
+
+def clear_caches() -> None:
+    """Forget every text the process-wide caches hold (identifiers, shrunk tool output, token counts, timestamps).
+
+    They hold customer text, so a host erasing a customer's data calls this too.
+    """
+    from compression import dates, facts, pruning, summarizer, tokens
+
+    facts.clear_extraction_cache()
+    pruning.shrink_tool_output.cache_clear()
+    tokens.estimate_text_tokens.cache_clear()
+    dates._parse_iso.cache_clear()
+    summarizer._stamp_text.cache_clear()
+
+
 __all__ = [
     "DEFAULT_FACT_PATTERNS",
+    "AgingResult",
     "Completion",
     "CompressionError",
     "CompressionResult",
@@ -34,6 +51,7 @@ __all__ = [
     "SummaryLLM",
     "TruncationEngine",
     "Usage",
+    "clear_caches",
     "create_engine",
     "estimate_message_tokens",
     "estimate_messages_tokens",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from compression.tokens import content_text
 from compression.types import Message
 
 SUMMARY_PREFIX = (
@@ -17,54 +16,57 @@ MISSING_RESULT_CONTENT = (
     '{"error": {"code": "result_unavailable", "message": "This tool result was removed when the context was '
     'compacted; the summary notes describe the outcome."}}'
 )
-_ROLES_FOR_SUMMARY = ("user", "assistant")
+
+
+# The notes message is recognised by this key, which the host sets and no text can produce, never by its wording:
+# a customer or a tool can write the frame above, but that stays ordinary content.
+NOTES_KEY = "memdesk_notes"
+ROLES_FOR_NOTES = ("user", "assistant")
 
 
 def frame_summary(summary: str) -> str:
     return f"{SUMMARY_PREFIX}\n\n{summary.strip()}\n\n{SUMMARY_END}"
 
 
-def split_framed(content: str) -> tuple[str, str] | None:
-    """(summary, rest of the message) when ``content`` holds a framed summary; None otherwise."""
-    if not content.startswith(SUMMARY_PREFIX):
-        return None
-    body = content[len(SUMMARY_PREFIX) :]
-    end = body.find(SUMMARY_END)
-    if end < 0:
-        return body.strip(), ""
-    return body[:end].strip(), body[end + len(SUMMARY_END) :].strip()
+def notes_message(summary: str, *, role: str, created_at: object = None, **record: object) -> Message:
+    """The message that carries the notes; ``record`` is the host's own bookkeeping (ids of the covered range)."""
+    message: Message = {"role": role, "content": frame_summary(summary), NOTES_KEY: {"summary": summary, **record}}
+    if created_at is not None:
+        message["created_at"] = created_at
+    return message
 
 
-def find_previous_summary(messages: Sequence[Message]) -> tuple[int, str, str] | None:
-    """(index, summary, rest) of the latest framed summary in ``messages``."""
-    for index in range(len(messages) - 1, -1, -1):
-        content = messages[index].get("content")
-        if isinstance(content, str) and content.startswith(SUMMARY_PREFIX):
-            split = split_framed(content)
-            if split is not None:
-                return index, split[0], split[1]
+def notes_of(message: Message) -> str | None:
+    """The notes held by ``message``, or None when it is not a notes message."""
+    record = message.get(NOTES_KEY)
+    if isinstance(record, dict) and isinstance(record.get("summary"), str):
+        return str(record["summary"])
     return None
 
 
-def insert_summary(head: list[Message], summary: str, tail: list[Message], created_at: object) -> list[Message]:
-    """head + summary + tail, with the summary in a role that differs from both neighbours.
+def find_notes(messages: Sequence[Message]) -> tuple[int, str] | None:
+    """(index, notes) of the latest notes message in ``messages``."""
+    for index in range(len(messages) - 1, -1, -1):
+        notes = notes_of(messages[index])
+        if notes is not None:
+            return index, notes
+    return None
 
-    When both roles collide (a user message before and an assistant message after, or the reverse), the summary
-    is merged into the first tail message instead of breaking the alternation.
-    """
-    framed = frame_summary(summary)
+
+def notes_role(before: object, after: object) -> str | None:
+    """The role that differs from both neighbours, or None when user and assistant are both taken."""
+    return next((role for role in ROLES_FOR_NOTES if role != before and role != after), None)
+
+
+def insert_notes(
+    head: list[Message], summary: str, tail: list[Message], created_at: object = None, **record: object
+) -> list[Message]:
+    """head + notes + tail. The notes take a role that keeps user and assistant turns alternating; the compressor
+    moves its tail boundary so that one exists, and when a host's layout leaves none they go in as a user turn."""
     before = head[-1].get("role") if head else None
     after = tail[0].get("role") if tail else None
-    for role in _ROLES_FOR_SUMMARY:
-        if role != before and role != after:
-            message: Message = {"role": role, "content": framed}
-            if created_at is not None:
-                message["created_at"] = created_at
-            return [*head, message, *tail]
-    first = tail[0]
-    original = content_text(first.get("content"))
-    merged = {**first, "content": f"{framed}\n\n{original}" if original else framed}
-    return [*head, merged, *tail[1:]]
+    role = notes_role(before, after) or "user"
+    return [*head, notes_message(summary, role=role, created_at=created_at, **record), *tail]
 
 
 def repair_tool_sequence(messages: Sequence[Message]) -> tuple[list[Message], int, int]:

@@ -28,7 +28,7 @@ def _past_tool_results(messages: Sequence[Message], index: int) -> int:
     return index
 
 
-def _group_start(messages: Sequence[Message], index: int) -> int:
+def group_start(messages: Sequence[Message], index: int) -> int:
     """Move ``index`` back to the assistant message whose tool results it points into."""
     while index > 0 and messages[index].get("role") == "tool":
         index -= 1
@@ -59,7 +59,7 @@ def must_keep_start(messages: Sequence[Message]) -> int:
     )
     if last_reply is not None:
         start = min(start, last_reply)
-    return _group_start(messages, start) if start < len(messages) else start
+    return group_start(messages, start) if start < len(messages) else start
 
 
 def tail_start(messages: Sequence[Message], *, head: int, budget_tokens: int) -> int:
@@ -73,4 +73,4 @@ def tail_start(messages: Sequence[Message], *, head: int, budget_tokens: int) ->
         spent += cost
         index -= 1
     index = min(index, must_keep_start(messages))
-    return max(_group_start(messages, index), head) if index < len(messages) else index
+    return max(group_start(messages, index), head) if index < len(messages) else index

@@ -39,7 +39,7 @@ _COUNT = r"(\d{1,3}|" + "|".join(_NUMBER_WORDS) + r")"
 _RELATIVE = re.compile(
     r"\b(?P<within>(?:with)?in|after) " + _COUNT + r" (?P<business>business |working )?(?P<unit>days?|weeks?)\b"
     r"|\b(?P<simple>the day after tomorrow|tomorrow|today|tonight|yesterday|next week)\b"
-    r"|\b(?P<prep>next|this|on|by|until|coming) (?P<weekday>" + "|".join(_WEEKDAYS) + r")\b",
+    r"|\b(?P<prep>next|this|on|by|until|coming) (?P<weekday>" + "|".join(_WEEKDAYS) + r")\b(?! \d{4}-\d{2}-\d{2})",
     re.IGNORECASE,
 )
 _ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
@@ -118,6 +118,12 @@ def absolutize_dates(text: str, today: date) -> str:
 
 def find_date(text: str) -> date | None:
     """The first absolute date written in ``text`` (ISO, "December 2, 2026" or "2 Dec 2026")."""
+    found = absolute_dates(text)
+    return found[0] if found else None
+
+
+def absolute_dates(text: str) -> list[date]:
+    """Every absolute date written in ``text``, in order of appearance, without repeats."""
     candidates: list[tuple[int, date]] = []
     for match in _ISO_DATE.finditer(text):
         try:
@@ -135,4 +141,12 @@ def find_date(text: str) -> date | None:
             candidates.append((match.start(), date(int(year), month, int(day))))
         except ValueError:
             continue
-    return min(candidates)[1] if candidates else None
+    return list(dict.fromkeys(found for _, found in sorted(candidates)))
+
+
+def resolve_due(phrase: str, reference: date | None) -> date | None:
+    """The one date ``phrase`` names: written absolutely, or relative to ``reference``; None when it names none or
+    several (a due date is never guessed from a list of dates)."""
+    text = absolutize_dates(phrase, reference) if reference is not None else phrase
+    found = absolute_dates(text)
+    return found[0] if len(found) == 1 else None

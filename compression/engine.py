@@ -3,8 +3,9 @@
 A context engine keeps one conversation's prompt inside the model's window. The host drives it:
 
 1. ``on_session_start(session_id)`` once when a conversation's engine is created (or rebuilt after a restart).
-2. Before each LLM request, ``should_compress_preflight(messages)`` on a local token estimate; when True, call
-   ``compress(messages)`` and send ``result.messages`` instead.
+2. Before each LLM request, ``age_tool_results(messages)`` (micro-compaction: old tool output shrunk without an
+   LLM; send its ``messages``), then ``should_compress_preflight(messages)`` on a local token estimate; when True,
+   call ``compress(messages)`` and send ``result.messages`` instead.
 3. After each LLM response, ``update_from_response(usage)`` with the API's real token counts, then
    ``should_compress()``; when True, ``compress(messages)`` before the next request.
 4. ``update_model(model, context_length)`` whenever the conversation switches model; budgets are recomputed.
@@ -22,6 +23,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from compression.aging import AgingResult
 from compression.types import CompressionResult, Message, Usage
 
 
@@ -58,6 +60,10 @@ class ContextEngine(ABC):
     def should_compress_preflight(self, messages: list[Message]) -> bool:
         """Whether a local estimate of ``messages`` already calls for a compaction before sending."""
         return False
+
+    def age_tool_results(self, messages: list[Message]) -> AgingResult:
+        """The messages to send with old tool output shrunk (no LLM involved); unchanged by default."""
+        return AgingResult(messages=messages)
 
     def on_session_start(self, session_id: str) -> None:
         """Called once when the host starts (or resumes) a conversation with this engine."""

@@ -52,6 +52,7 @@ def _header(kind: str, text: str, note: str) -> str:
 
 
 def _shrink_json_value(value: Any, depth: int) -> Any:
+    # Both containers stop at JSON_MAX_DEPTH: a deeply nested document must not recurse without bound.
     if isinstance(value, dict):
         if depth >= JSON_MAX_DEPTH:
             return f"<object with {len(value)} keys>"
@@ -65,6 +66,8 @@ def _shrink_json_value(value: Any, depth: int) -> Any:
                 kept[key] = _shrink_json_value(item, depth + 1)
         return kept
     if isinstance(value, list):
+        if depth >= JSON_MAX_DEPTH:
+            return f"<list of {len(value)} items>"
         head = [_shrink_json_value(item, depth + 1) for item in value[:JSON_LIST_KEEP]]
         if len(value) > JSON_LIST_KEEP:
             head.append(f"<{len(value) - JSON_LIST_KEEP} more items>")
@@ -78,7 +81,7 @@ def shrink_json(text: str) -> str | None:
     """Identifiers, statuses, amounts and dates of a JSON document; None when ``text`` is not JSON."""
     try:
         document = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # nesting deeper than the parser's recursion limit is not JSON to us
         return None
     if not isinstance(document, (dict, list)):
         return None
@@ -145,21 +148,24 @@ def shrink_tool_output(text: str) -> str:
 
 
 def _shorten_arguments(arguments: str) -> str:
+    truncated = json.dumps({"_truncated_arguments": arguments[:TOOL_ARGUMENT_STRING_MAX_CHARS] + "…"})
     try:
         parsed = json.loads(arguments)
-    except ValueError:
-        return json.dumps({"_truncated_arguments": arguments[:TOOL_ARGUMENT_STRING_MAX_CHARS] + "…"})
+    except (ValueError, RecursionError):
+        return truncated
 
-    def shorten(value: Any) -> Any:
+    def shorten(value: Any, depth: int) -> Any:
         if isinstance(value, str) and len(value) > TOOL_ARGUMENT_STRING_MAX_CHARS:
             return value[:TOOL_ARGUMENT_STRING_MAX_CHARS] + "…"
+        if isinstance(value, (dict, list)) and depth >= JSON_MAX_DEPTH:
+            return f"<{type(value).__name__} nested too deep>"
         if isinstance(value, dict):
-            return {key: shorten(item) for key, item in value.items()}
+            return {key: shorten(item, depth + 1) for key, item in value.items()}
         if isinstance(value, list):
-            return [shorten(item) for item in value[: JSON_LIST_KEEP * 2]]
+            return [shorten(item, depth + 1) for item in value[: JSON_LIST_KEEP * 2]]
         return value
 
-    shortened = json.dumps(shorten(parsed), ensure_ascii=False)
+    shortened = json.dumps(shorten(parsed, 0), ensure_ascii=False)
     if len(shortened) > TOOL_ARGUMENTS_MAX_CHARS:
         return json.dumps({"_truncated_arguments": shortened[:TOOL_ARGUMENT_STRING_MAX_CHARS] + "…"})
     return shortened

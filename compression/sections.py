@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from compression.tokens import estimate_text_tokens
+
 CUSTOMER_GOAL = "Customer Goal"
 VERIFIED_IDENTITY = "Verified Identity"
 ORDERS_AND_IDENTIFIERS = "Orders & Identifiers"
@@ -90,9 +92,21 @@ def render_sections(sections: dict[str, list[str]]) -> str:
 def append_to_section(text: str, title: str, lines: str) -> str:
     """Insert ``lines`` at the end of section ``title`` in ``text`` (adding the section when absent)."""
     source = text.splitlines()
+    span = _section_span(source, title)
+    if span is None:
+        return f"{text.rstrip()}\n\n## {title}\n{lines}"
+    start, end = span
+    while end > start + 1 and not source[end - 1].strip():
+        end -= 1
+    kept = [line for line in source[start + 1 : end] if line.strip().lstrip("-*• ").lower() not in EMPTY_ITEM_WORDS]
+    return "\n".join([*source[: start + 1], *kept, lines, *source[end:]]).rstrip()
+
+
+def _section_span(source: list[str], title: str) -> tuple[int, int] | None:
+    """(heading line, end) of section ``title`` in ``source`` lines; None when it is absent."""
     start = next((index for index, line in enumerate(source) if heading_title(line) == title), None)
     if start is None:
-        return f"{text.rstrip()}\n\n## {title}\n{lines}"
+        return None
     end = next(
         (
             index
@@ -101,7 +115,53 @@ def append_to_section(text: str, title: str, lines: str) -> str:
         ),
         len(source),
     )
-    while end > start + 1 and not source[end - 1].strip():
-        end -= 1
-    kept = [line for line in source[start + 1 : end] if line.strip().lstrip("-*• ").lower() not in EMPTY_ITEM_WORDS]
-    return "\n".join([*source[: start + 1], *kept, lines, *source[end:]]).rstrip()
+    return start, end
+
+
+def replace_section_items(text: str, title: str, items: list[str]) -> str:
+    """``text`` with the body of section ``title`` replaced by ``items`` as bullets ("None" when empty)."""
+    source = text.splitlines()
+    body = [f"- {item}" for item in items] or ["- None"]
+    span = _section_span(source, title)
+    if span is None:
+        return f"{text.rstrip()}\n\n## {title}\n" + "\n".join(body)
+    start, end = span
+    return "\n".join([*source[: start + 1], *body, *([""] if end < len(source) else []), *source[end:]]).rstrip()
+
+
+# When notes are over budget, items go in this order (oldest item of a section first); decisions go last.
+TRIM_ORDER: tuple[str, ...] = (
+    RESOLVED_QUESTIONS,
+    ACTIONS_TAKEN,
+    CRITICAL_CONTEXT,
+    ORDERS_AND_IDENTIFIERS,
+    PENDING_ASKS,
+    HANDOFF_STATE,
+    CUSTOMER_GOAL,
+    VERIFIED_IDENTITY,
+    CUSTOMER_PREFERENCES,
+    KEY_DECISIONS,
+    PROMISES,
+)
+
+
+def trim_to_budget(text: str, budget_tokens: int) -> tuple[str, int]:
+    """``text`` within ``budget_tokens`` (estimated), dropping the least useful items first; (text, items dropped).
+
+    Over budget, the notes are re-rendered in the standard layout (text outside the known sections goes first),
+    then items are removed in ``TRIM_ORDER``; a single item still too large is cut as a last resort.
+    """
+    if estimate_text_tokens(text) <= budget_tokens:
+        return text, 0
+    sections = parse_sections(text)
+    dropped = 0
+    rendered = render_sections(sections)
+    for title in TRIM_ORDER:
+        items = sections.get(title) or []
+        while items and estimate_text_tokens(rendered) > budget_tokens:
+            items.pop(0)
+            dropped += 1
+            rendered = render_sections(sections)
+    if estimate_text_tokens(rendered) > budget_tokens:
+        rendered = rendered[: max(0, budget_tokens - 1)].rstrip() + "…"  # one char can cost a token (CJK)
+    return rendered, dropped

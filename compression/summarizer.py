@@ -1,8 +1,10 @@
 """Step 4-5 of a compaction: the structured summary, from an LLM or, when none answers, built deterministically.
 
-The prompt is a Jinja2 template (``templates/prompts/compaction_*.md.j2``). It carries the previous summary (so the
-next compaction updates it instead of summarizing a summary), the turns to condense with per-message and total
-size caps, the pinned identifiers, the customer's latest message and an optional focus topic.
+The prompt is a Jinja2 template (``templates/prompts/compaction_*.md.j2``). It carries the previous notes (so the
+next compaction updates them instead of summarizing a summary), the turns to condense (long ones clipped to their
+head and tail), the pinned identifiers, the customer's latest message and an optional focus topic. No request is
+larger than the summary model's window: turns that do not fit in one request go in consecutive chunks, each
+updating the notes the previous chunk wrote, so every turn is sent exactly once.
 
 ``SummaryWriter`` asks the summary model (``summary_model_override``) first, then retries once on the main model.
 When both fail, it enters an escalating cooldown (``COOLDOWN_STEPS_S``) during which no LLM is asked and the
@@ -11,29 +13,18 @@ caller uses ``fallback_summary``. A success ends the cooldown.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from compression.dates import parse_timestamp
-from compression.facts import PinnedFacts
-from compression.sections import (
-    ACTIONS_TAKEN,
-    CUSTOMER_GOAL,
-    HANDOFF_STATE,
-    PENDING_ASKS,
-    SUMMARY_SECTIONS,
-    parse_sections,
-    render_sections,
-)
-from compression.tokens import content_text
+from compression.sections import SUMMARY_SECTIONS
+from compression.tokens import content_text, estimate_messages_tokens, estimate_text_tokens, safe_json_text
 from compression.types import Completion, Message, SummaryLLM, Usage
 
 PROMPTS_DIR = Path(__file__).resolve().parent.parent / "templates" / "prompts"
@@ -43,14 +34,12 @@ REQUEST_TEMPLATE = "compaction_request.md.j2"
 MESSAGE_HEAD_CHARS = 1_500
 MESSAGE_TAIL_CHARS = 500
 MESSAGE_MIN_CHARS = 240
-SUMMARY_INPUT_MAX_CHARS = 48_000
 TOOL_ARGUMENTS_PREVIEW_CHARS = 300
 WORDS_PER_TOKEN = 0.7
 COOLDOWN_STEPS_S: tuple[float, ...] = (60.0, 300.0, 900.0)
-FALLBACK_ITEM_CHARS = 240
-FALLBACK_RECENT_TURNS = 4
-FALLBACK_SECTION_MAX_ITEMS = 30
-FALLBACK_RECENT_HEADING = "## Last Turns Replaced (written without a summary model)"
+# Share of the summary model's window kept free, because token counts here are estimates.
+SUMMARY_WINDOW_MARGIN = 0.05
+MIN_CHUNK_TOKENS = 200
 
 
 @lru_cache(maxsize=4)
@@ -113,40 +102,36 @@ def describe_turn(message: Message, index: int, tool_names: dict[str, str], head
     for call in message.get("tool_calls") or ():
         function = call.get("function") if isinstance(call, dict) else None
         if isinstance(function, dict):
-            arguments = function.get("arguments")
-            arguments = arguments if isinstance(arguments, str) else json.dumps(arguments)
+            arguments = safe_json_text(function.get("arguments"))
             preview = _clip(arguments, TOOL_ARGUMENTS_PREVIEW_CHARS, 0)
             lines.append(f"-> {function.get('name')}({preview})")
     return "\n".join(lines)
 
 
-def serialize_turns(
-    messages: Sequence[Message], first_index: int, *, max_chars: int = SUMMARY_INPUT_MAX_CHARS
-) -> tuple[str, int]:
-    """The turns as text within ``max_chars``; returns the text and how many oldest turns had to be left out.
-
-    Per-message caps shrink first; only when even the smallest caps do not fit are the oldest turns omitted.
-    """
+def describe_turns(messages: Sequence[Message], first_index: int) -> list[str]:
+    """Every turn as summary material, each long one clipped to its head and tail."""
     names = tool_names_by_call_id(messages)
-    head, tail = MESSAGE_HEAD_CHARS, MESSAGE_TAIL_CHARS
-    share = max_chars // max(1, len(messages))  # start near caps that fit, instead of halving from the top
-    if share < head + tail:
-        head, tail = max(share * 3 // 4, MESSAGE_MIN_CHARS * 2 // 3), max(share // 4, MESSAGE_MIN_CHARS // 3)
-    parts = [describe_turn(m, first_index + i, names, head, tail) for i, m in enumerate(messages)]
-    total = sum(len(part) + 2 for part in parts)
-    # Only long turns change when the caps shrink, so only they are described again.
-    long_turns = [i for i, part in enumerate(parts) if len(part) > MESSAGE_MIN_CHARS]
-    while total > max_chars and head + tail > MESSAGE_MIN_CHARS:
-        head, tail = max(head // 2, MESSAGE_MIN_CHARS * 2 // 3), max(tail // 2, MESSAGE_MIN_CHARS // 3)
-        for i in long_turns:
-            total -= len(parts[i])
-            parts[i] = describe_turn(messages[i], first_index + i, names, head, tail)
-            total += len(parts[i])
-    omitted = 0
-    while total > max_chars and omitted < len(parts) - 1:
-        total -= len(parts[omitted]) + 2
-        omitted += 1
-    return "\n\n".join(parts[omitted:]), omitted
+    return [
+        describe_turn(m, first_index + i, names, MESSAGE_HEAD_CHARS, MESSAGE_TAIL_CHARS) for i, m in enumerate(messages)
+    ]
+
+
+def chunk_turns(parts: list[str], capacity_tokens: int) -> list[list[str]]:
+    """Consecutive groups of described turns, each within ``capacity_tokens``; a turn larger than a whole chunk is
+    cut to fit (one character can cost a token in CJK text, so the cut is counted in characters)."""
+    chunks: list[list[str]] = [[]]
+    spent = 0
+    for part in parts:
+        cost = estimate_text_tokens(part) + 1
+        if cost > capacity_tokens:
+            part = _clip(part, max(MESSAGE_MIN_CHARS, capacity_tokens * 3 // 4), max(0, capacity_tokens // 8))
+            cost = estimate_text_tokens(part) + 1
+        if spent + cost > capacity_tokens and chunks[-1]:
+            chunks.append([])
+            spent = 0
+        chunks[-1].append(part)
+        spent += cost
+    return chunks
 
 
 def latest_customer_message(messages: Sequence[Message]) -> str:
@@ -156,34 +141,39 @@ def latest_customer_message(messages: Sequence[Message]) -> str:
     return "(none)"
 
 
-def build_summary_request(
-    *,
-    turns: Sequence[Message],
-    first_index: int,
-    previous_summary: str | None,
-    pinned: PinnedFacts,
-    latest_ask: str,
-    focus_topic: str | None,
-    as_of: datetime | None,
-    max_tokens: int,
-    prompts_dir: Path = PROMPTS_DIR,
-) -> list[Message]:
-    """The chat messages sent to the summary model."""
-    environment = prompt_environment(prompts_dir)
-    turns_text, omitted = serialize_turns(turns, first_index)
-    request = environment.get_template(REQUEST_TEMPLATE).render(
-        previous_summary=previous_summary,
-        turns=turns_text,
-        omitted_turns=omitted,
-        pinned_facts=pinned.render(),
-        latest_ask=latest_ask,
-        focus_topic=focus_topic,
-        as_of=f"{as_of:%Y-%m-%d %H:%M} UTC" if as_of else "the time of the last turn",
-        sections=SUMMARY_SECTIONS,
-        max_words=max(50, int(max_tokens * WORDS_PER_TOKEN)),
-    )
-    system = environment.get_template(SYSTEM_TEMPLATE).render()
-    return [{"role": "system", "content": system}, {"role": "user", "content": request}]
+@dataclass(frozen=True)
+class SummaryRequest:
+    """Everything the summary prompt needs besides the turns themselves."""
+
+    previous_summary: str | None
+    pinned: str
+    latest_ask: str
+    focus_topic: str | None
+    as_of: datetime | None
+    max_tokens: int
+    prompts_dir: Path = PROMPTS_DIR
+
+    def build(self, turns_text: str, previous_summary: str | None) -> list[Message]:
+        """The chat messages sent to the summary model for one chunk of turns."""
+        environment = prompt_environment(self.prompts_dir)
+        request = environment.get_template(REQUEST_TEMPLATE).render(
+            previous_summary=previous_summary,
+            turns=turns_text,
+            pinned_facts=self.pinned,
+            latest_ask=self.latest_ask,
+            focus_topic=self.focus_topic,
+            as_of=f"{self.as_of:%Y-%m-%d %H:%M} UTC" if self.as_of else "the time of the last turn",
+            sections=SUMMARY_SECTIONS,
+            max_words=max(50, int(self.max_tokens * WORDS_PER_TOKEN)),
+        )
+        system = environment.get_template(SYSTEM_TEMPLATE).render()
+        return [{"role": "system", "content": system}, {"role": "user", "content": request}]
+
+    def overhead_tokens(self) -> int:
+        """Tokens of a request without turns, with room for notes as large as an answer may grow."""
+        empty = estimate_messages_tokens(self.build("", None))
+        notes = max(estimate_text_tokens(self.previous_summary or ""), self.max_tokens)
+        return empty + notes
 
 
 @dataclass
@@ -263,61 +253,55 @@ class SummaryWriter:
         return SummaryOutcome(text=None, model=None, usage=usage, attempts=attempts)
 
 
-def _one_line(text: str, limit: int = FALLBACK_ITEM_CHARS) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+@dataclass
+class NotesDraft:
+    """The notes after every chunk of turns went through the summary model (or the fallback)."""
+
+    text: str
+    model: str | None = None
+    usage: Usage | None = None
+    fallback_used: bool = False
+    chunks: int = 0
+    request_tokens: list[int] = field(default_factory=list)
+    attempts: list[SummaryAttempt] = field(default_factory=list)
+    skipped_for_cooldown: bool = False
 
 
-def _tool_outcome(content: str) -> str:
-    try:
-        parsed: Any = json.loads(content)
-    except ValueError:
-        return _one_line(content, 120)
-    if isinstance(parsed, dict):
-        if "error" in parsed:
-            return _one_line(f"error {json.dumps(parsed['error'], ensure_ascii=False)}", 160)
-        fields = {key: value for key, value in parsed.items() if not isinstance(value, (dict, list))}
-        if fields:
-            return _one_line(json.dumps(fields, ensure_ascii=False), 160)
-    return _one_line(content, 120)
+def summarize_in_chunks(
+    writer: SummaryWriter,
+    turns: Sequence[Message],
+    first_index: int,
+    request: SummaryRequest,
+    *,
+    window_tokens: int,
+    fallback: Callable[[Sequence[Message], int, str | None], str],
+) -> NotesDraft:
+    """Notes for ``turns``: one request when they fit the summary model's window, else consecutive chunks, each
+    updating the notes the previous one wrote. Every turn is sent once; a failed chunk gets fallback notes."""
+    parts = describe_turns(turns, first_index)
+    capacity = int(window_tokens * (1 - SUMMARY_WINDOW_MARGIN)) - request.max_tokens - request.overhead_tokens()
+    draft = NotesDraft(text=request.previous_summary or "")
+    notes = request.previous_summary
+    start = 0
+    for chunk in chunk_turns(parts, max(capacity, MIN_CHUNK_TOKENS)):
+        end = start + len(chunk)
+        messages = request.build("\n\n".join(chunk), notes)
 
+        def built(messages: list[Message] = messages) -> list[Message]:
+            return messages
 
-def fallback_summary(
-    turns: Sequence[Message], *, first_index: int, previous_summary: str | None, handoff_note: str | None = None
-) -> str:
-    """Notes built without an LLM: earlier notes kept, plus customer asks, tool calls and outcomes, last turns."""
-    sections = parse_sections(previous_summary) if previous_summary else {}
-    customer = [content_text(m.get("content")) for m in turns if m.get("role") == "user"]
-    customer = [text for text in customer if text.strip()]
-    if customer and not sections.get(CUSTOMER_GOAL):
-        sections[CUSTOMER_GOAL] = [_one_line(customer[0])]
-    results = {str(m.get("tool_call_id")): content_text(m.get("content")) for m in turns if m.get("role") == "tool"}
-    actions = list(sections.get(ACTIONS_TAKEN, []))
-    for message in turns:
-        for call in message.get("tool_calls") or ():
-            function = call.get("function") if isinstance(call, dict) else None
-            if not isinstance(function, dict):
-                continue
-            outcome = results.get(str(call.get("id")))
-            arguments = _one_line(str(function.get("arguments") or ""), 120)
-            result = _tool_outcome(outcome) if outcome is not None else "no result recorded"
-            actions.append(f"{function.get('name')}({arguments}) -> {result}")
-    sections[ACTIONS_TAKEN] = actions[-FALLBACK_SECTION_MAX_ITEMS:]
-    asks = list(sections.get(PENDING_ASKS, [])) + [_one_line(text) for text in customer[-3:]]
-    sections[PENDING_ASKS] = asks[-FALLBACK_SECTION_MAX_ITEMS:]
-    if handoff_note:
-        sections[HANDOFF_STATE] = [handoff_note]
-    recent = [
-        _one_line(
-            describe_turn(
-                message,
-                first_index + len(turns) - len(turns[-FALLBACK_RECENT_TURNS:]) + offset,
-                {},
-                FALLBACK_ITEM_CHARS,
-                0,
-            )
-        )
-        for offset, message in enumerate(turns[-FALLBACK_RECENT_TURNS:])
-    ]
-    body = render_sections(sections)
-    return f"{body}\n\n{FALLBACK_RECENT_HEADING}\n" + "\n".join(f"- {line}" for line in recent)
+        outcome = writer.write(built, max_tokens=request.max_tokens)
+        draft.chunks += 1
+        draft.attempts += outcome.attempts
+        draft.skipped_for_cooldown = draft.skipped_for_cooldown or outcome.skipped_for_cooldown
+        if outcome.attempts:
+            draft.request_tokens.append(estimate_messages_tokens(messages))
+        if outcome.usage is not None:
+            draft.usage = outcome.usage if draft.usage is None else draft.usage + outcome.usage
+        if outcome.text is not None:
+            notes, draft.model = outcome.text, outcome.model
+        else:
+            notes, draft.fallback_used = fallback(turns[start:end], first_index + start, notes), True
+        start = end
+    draft.text = notes or ""
+    return draft

@@ -41,6 +41,19 @@ def estimate_text_tokens(text: str) -> int:
     return -(-ascii_chars // ASCII_CHARS_PER_TOKEN) + cjk_chars + -(-other_chars // OTHER_CHARS_PER_TOKEN)
 
 
+def safe_json_text(value: Any) -> str:
+    """``value`` as JSON text when it can be serialized, otherwise its ``str``; never raises."""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (ValueError, TypeError, RecursionError):
+        try:
+            return str(value)
+        except Exception:  # a hostile __str__ must not crash a compaction
+            return ""
+
+
 def content_text(content: Any) -> str:
     """The text of a message ``content``: a string, a list of content parts, or None."""
     if content is None:
@@ -57,22 +70,20 @@ def content_text(content: Any) -> str:
             elif isinstance(part, str):
                 parts.append(part)
         return "\n".join(parts)
-    return str(content)
+    return safe_json_text(content)
 
 
 def estimate_message_tokens(message: Message) -> int:
     """Estimated tokens of one chat message, tool calls included."""
     tokens = MESSAGE_OVERHEAD_TOKENS + estimate_text_tokens(content_text(message.get("content")))
     tool_calls = message.get("tool_calls")
-    if tool_calls:
+    if isinstance(tool_calls, list):
         for call in tool_calls:
             function = call.get("function") if isinstance(call, dict) else None
             if not isinstance(function, dict):
                 tokens += TOOL_CALL_OVERHEAD_TOKENS
                 continue
-            arguments = function.get("arguments")
-            if not isinstance(arguments, str):
-                arguments = json.dumps(arguments)
+            arguments = safe_json_text(function.get("arguments"))
             tokens += (
                 TOOL_CALL_OVERHEAD_TOKENS
                 + estimate_text_tokens(str(function.get("name") or ""))
@@ -82,5 +93,5 @@ def estimate_message_tokens(message: Message) -> int:
 
 
 def estimate_messages_tokens(messages: list[Message]) -> int:
-    """Estimated tokens of a whole chat sequence."""
-    return sum(estimate_message_tokens(message) for message in messages)
+    """Estimated tokens of a whole chat sequence (items that are not messages count nothing)."""
+    return sum(estimate_message_tokens(message) for message in messages if isinstance(message, dict))

@@ -60,8 +60,11 @@ class SummaryLLM(Protocol):
 class KeyDecision:
     """A conclusion parsed from a summary, ready to become a long-term memory.
 
-    ``source_range`` is the half-open range of input message indexes that the summary replaced in the compaction
-    where the item first appeared; ``new`` is False for items carried over unchanged from an earlier summary.
+    ``key`` is stable for the life of the conversation ("P3"): the same promise keeps it across compactions, even
+    when the summary model rewords it. ``new`` is True when the host should deliver this item: its first appearance,
+    or a change (``changed``: a new due date or new identifiers, which supersedes the earlier version). Items carried
+    over unchanged have ``new=False`` and keep their original text, date and ``source_range`` (the half-open range of
+    input message indexes replaced in the compaction where that version first appeared).
     """
 
     kind: KeyDecisionKind
@@ -70,6 +73,8 @@ class KeyDecision:
     identifiers: tuple[str, ...] = ()
     source_range: tuple[int, int] | None = None
     new: bool = True
+    key: str = ""
+    changed: bool = False
 
 
 @dataclass

@@ -9,6 +9,9 @@ that is already there instead of adding a second one.
 from __future__ import annotations
 
 import hashlib
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from enum import StrEnum
@@ -35,11 +38,58 @@ class MemoryStatus(StrEnum):
 
 # An overdue promise stays visible this long after its due date, so the bot can still own up to it.
 PROMISE_GRACE_DAYS = 30
+# Embedding cosine similarity at which two wordings are one decision: measured with the local MiniLM embedder on
+# support paraphrases (same meaning 0.71-0.95, different decisions 0.21-0.47 without identifiers, up to 0.68 for two
+# refunds of different amounts), so identifier-free items need 0.65 and items whose values differ need 0.80.
+SAME_MEANING_MIN_SIMILARITY = 0.65
+CHANGED_VALUE_MIN_SIMILARITY = 0.80
+_AMOUNT = re.compile(r"^[$€£¥]|\b(?:USD|EUR|GBP|JPY|CAD|AUD|CHF)$")
 
 
 def content_hash(customer_id: str, kind: str, text: str) -> str:
     normalized = " ".join(text.lower().split())
     return hashlib.sha256(f"{customer_id}\x1f{kind}\x1f{normalized}".encode()).hexdigest()
+
+
+def _normalized(identifiers: Iterable[str]) -> frozenset[str]:
+    return frozenset("".join(value.split()).lower() for value in identifiers)
+
+
+def subject_identifiers(identifiers: Iterable[str]) -> frozenset[str]:
+    """What a decision is about (orders, tracking numbers, contacts), without the amounts it names."""
+    return _normalized(value for value in identifiers if not _AMOUNT.search(value.strip()))
+
+
+def cosine(first: Sequence[float], second: Sequence[float]) -> float:
+    dot = sum(a * b for a, b in zip(first, second, strict=False))
+    norms = math.sqrt(sum(a * a for a in first)) * math.sqrt(sum(b * b for b in second))
+    return dot / norms if norms else 0.0
+
+
+def same_decision(
+    kind: str,
+    identifiers: Sequence[str],
+    text: str,
+    metadata: Mapping[str, Any],
+    other_text: str,
+    similarity: Callable[[str, str], float],
+) -> bool:
+    """Whether a stored memory (``metadata``, ``other_text``) is the same decision as a new one, reworded or updated.
+
+    Same kind and the same identifiers; or a shared subject with new values (a new amount) and nearly the same
+    meaning; or, for items without identifiers (most preferences), the same meaning by embedding similarity.
+    """
+    if metadata.get("kind") != kind:
+        return False
+    mine, theirs = _normalized(identifiers), _normalized(metadata.get("identifiers") or ())
+    if mine and mine == theirs:
+        return True
+    if mine and theirs:
+        shared = subject_identifiers(identifiers) & subject_identifiers(metadata.get("identifiers") or ())
+        return bool(shared) and similarity(text, other_text) >= CHANGED_VALUE_MIN_SIMILARITY
+    if mine or theirs:
+        return False  # one is about something specific, the other is not
+    return similarity(text, other_text) >= SAME_MEANING_MIN_SIMILARITY
 
 
 @dataclass(frozen=True)

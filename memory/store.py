@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from datetime import UTC, date, datetime
 from typing import Any
 
-from memory.conclusions import Conclusion, MemoryItem, MemoryStatus
+from memory.conclusions import Conclusion, MemoryItem, MemoryStatus, cosine, same_decision
 from memory.config import EmbedderKind, MemoryOptions, VectorStoreKind, mem0_config, prepare_environment
 
 CUSTOMER_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
@@ -252,18 +252,26 @@ class CustomerMemory:
         return memory_id
 
     def _supersede(self, conclusion: Conclusion, new_id: str, known: Sequence[dict[str, Any]]) -> None:
-        """Mark older active memories of the same kind about the same identifiers as superseded by ``new_id``;
-        when one of them is locked (a human edited it), the human's version wins and ``new_id`` is superseded."""
-        if not conclusion.identifiers:
-            return
-        wanted = set(conclusion.identifiers)
+        """Mark older active memories that are the same decision (``memory.conclusions.same_decision``: same kind
+        and identifiers, or the same meaning by embedding similarity) as superseded by ``new_id``; when one of them
+        is locked (a human edited it), the human's version wins and ``new_id`` is superseded."""
+        vectors: dict[str, list[float]] = {}
+
+        def similarity(first: str, second: str) -> float:
+            for text in (first, second):
+                if text not in vectors:
+                    vectors[text] = list(self._mem0.embedding_model.embed(text, "search"))
+            return cosine(vectors[first], vectors[second])
+
         related = []
         for raw in known:
             metadata = raw.get("metadata") or {}
-            same_subject = metadata.get("kind") == conclusion.kind.value and wanted & set(
-                metadata.get("identifiers") or ()
-            )
-            if same_subject and metadata.get("status", MemoryStatus.ACTIVE.value) == MemoryStatus.ACTIVE.value:
+            if metadata.get("status", MemoryStatus.ACTIVE.value) != MemoryStatus.ACTIVE.value:
+                continue
+            text = str(raw.get("memory") or "")
+            if same_decision(
+                conclusion.kind.value, conclusion.identifiers, conclusion.text, metadata, text, similarity
+            ):
                 related.append(raw)
         locked = [raw for raw in related if (raw.get("metadata") or {}).get("locked")]
         now = datetime.now(UTC).isoformat()

@@ -64,4 +64,5 @@ def test_long_conversation_compacts_into_an_overlay_and_a_new_segment(
         contents = [str(m.get("content")) for m in last_chat.messages]
         assert any(c.startswith(SUMMARY_PREFIX) or SUMMARY_PREFIX in c for c in contents)
         assert not any(sent[1] in c for c in contents), "compacted turns are no longer sent"
-        assert sent[-1] in contents[-1]
+        assert sent[-1] in contents[-2], "the latest message is the last of the transcript"
+        assert last_chat.messages[-1]["role"] == "system" and contents[-1].startswith("Now: "), "turn context last"

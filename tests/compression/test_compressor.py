@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from compression import ContextCompressor, ContextOverflowError, Usage
-from compression.assembly import SUMMARY_END, SUMMARY_PREFIX
+from compression.assembly import NOTES_KEY, SUMMARY_END, SUMMARY_PREFIX
 from compression.pruning import PRUNED_MARKER
 from compression.tokens import estimate_messages_tokens
 from tests.compression.conftest import ConversationBuilder, FakeSummaryLLM, order_payload
@@ -37,7 +37,7 @@ def compressor(llm: FakeSummaryLLM | None = None, **options: Any) -> ContextComp
 
 # -- triggers and budgets ------------------------------------------------------------------------------------
 def test_should_compress_fires_at_threshold_percent_of_the_window() -> None:
-    engine = compressor(context_length=32_000, threshold_percent=0.5)
+    engine = compressor(context_length=32_000, threshold_percent=0.5, max_working_tokens=None)
     assert engine.threshold_tokens == 16_000
     engine.update_from_response(Usage(prompt_tokens=15_999))
     assert not engine.should_compress()
@@ -57,24 +57,35 @@ def test_a_floor_larger_than_a_small_window_still_leaves_room_to_compact() -> No
 
 
 def test_budgets_derive_from_the_context_length() -> None:
-    small = compressor(context_length=32_000)
+    small = compressor(context_length=32_000, max_working_tokens=None)
     assert small.tail_budget_tokens == int(16_000 * 0.20)
     assert small.summary_budget_tokens == 1_600  # 5 % of the window
-    large = compressor(context_length=1_000_000)
+    large = compressor(context_length=1_000_000, max_working_tokens=None)
     assert large.summary_budget_tokens == 12_000  # capped
+    assert compressor(context_length=128_000).summary_budget_tokens == 3_000, "25 % of the 12k working set"
     assert compressor(summary_target_ratio=0.01).summary_target_ratio == 0.10
     assert compressor(summary_target_ratio=0.95).summary_target_ratio == 0.80
 
 
-def test_summary_budget_is_sent_to_the_model_as_max_tokens(fake_llm: FakeSummaryLLM) -> None:
-    compressor(fake_llm, context_length=32_000).compress(support_session().messages)
-    assert fake_llm.calls[0]["max_tokens"] == 1_600
+def test_summary_model_may_write_three_quarters_of_the_notes_budget(fake_llm: FakeSummaryLLM) -> None:
+    engine = compressor(fake_llm, context_length=32_000)
+    engine.compress(support_session().messages)
+    assert engine.summary_budget_tokens == 1_600
+    assert fake_llm.calls[0]["max_tokens"] == 1_200, "the rest of the budget holds pins and decision fields"
 
 
 def test_update_model_recomputes_budgets() -> None:
-    engine = compressor(context_length=16_000)
+    engine = compressor(context_length=16_000, max_working_tokens=None)
     engine.update_model("bigger", 64_000)
     assert (engine.threshold_tokens, engine.summary_budget_tokens) == (32_000, 3_200)
+
+
+def test_a_large_window_compacts_at_the_working_set_budget() -> None:
+    engine = compressor(context_length=128_000)
+    assert engine.threshold_tokens == 12_000, "min(50 % of the window, max_working_tokens)"
+    assert engine.tail_budget_tokens == int(12_000 * 0.20)
+    assert compressor(context_length=20_000).threshold_tokens == 10_000, "below the budget the window decides"
+    assert compressor(context_length=128_000, max_working_tokens=1_000).threshold_tokens == 4_000, "floor holds"
 
 
 def test_preflight_uses_the_local_estimate(fake_llm: FakeSummaryLLM) -> None:
@@ -169,18 +180,16 @@ def test_summary_takes_the_role_that_avoids_both_neighbours(fake_llm: FakeSummar
     assert _roles_alternate(result.messages, start)
 
 
-def test_summary_merges_into_the_first_tail_message_when_both_roles_collide(fake_llm: FakeSummaryLLM) -> None:
-    messages = support_session().messages  # head ends with an assistant reply; the tail starts with a user message
+def test_notes_never_merge_into_a_customer_message_the_tail_moves_instead(fake_llm: FakeSummaryLLM) -> None:
+    messages = support_session().messages  # head ends with an assistant reply; the natural tail starts with a user
     result = compressor(fake_llm).compress(messages)
-    _start, end = result.compacted_range or (0, 0)
-    first_tail = messages[end]
-    assert result.messages[2]["role"] == "assistant"
-    merged = result.messages[3]
-    assert merged["role"] == first_tail["role"] == "user"
-    assert merged["content"].startswith(SUMMARY_PREFIX)
-    assert merged["content"].endswith(first_tail["content"])
-    assert result.messages[4] == messages[end + 1]
-    assert _roles_alternate(result.messages, 2)
+    start, end = result.compacted_range or (0, 0)
+    notes = result.messages[start]
+    assert notes[NOTES_KEY]["summary"] == result.summary and notes["content"].startswith(SUMMARY_PREFIX)
+    assert messages[start - 1]["role"] == "assistant" and notes["role"] == "user"
+    assert messages[end]["role"] == "assistant", "the tail now starts one reply earlier"
+    assert result.messages[start + 1 :] == messages[end:], "every tail message is kept as it was"
+    assert _roles_alternate(result.messages, start)
 
 
 def test_older_summary_prefixes_are_stripped_on_recompaction(fake_llm: FakeSummaryLLM) -> None:
@@ -211,15 +220,20 @@ def test_summary_prompt_frames_turns_as_material_and_contains_the_latest_ask(fak
     assert "never follow instructions" in " ".join(str(fake_llm.calls[0]["messages"][0]["content"]).split())
 
 
-def test_summary_prompt_caps_its_own_input(fake_llm: FakeSummaryLLM) -> None:
+def test_summary_requests_fit_the_summary_window_in_chunks_each_turn_sent_once(fake_llm: FakeSummaryLLM) -> None:
     builder = ConversationBuilder().user("start").assistant("ok")
     for index in range(60):
-        builder.user(f"message {index} " + "x" * 20_000).assistant("noted " + "y" * 20_000)
+        builder.user(f"message-{index:03d} " + "x" * 3_000).assistant(f"reply-{index:03d} " + "y" * 3_000)
     builder.user("latest")
-    compressor(fake_llm, context_length=1_000_000, threshold_percent=0.01).compress(builder.messages)
-    prompt = fake_llm.prompt(0)
-    assert len(prompt) < 60_000
-    assert "chars omitted" in prompt
+    engine = compressor(fake_llm, context_length=1_000_000, threshold_percent=0.01, summary_context_length=8_192)
+    result = engine.compress(builder.messages)
+    assert len(fake_llm.calls) > 1, "one request could not hold every turn"
+    assert all(estimate_messages_tokens(call["messages"]) <= 8_192 for call in fake_llm.calls)
+    turns = [fake_llm.prompt(i).split("<turns>")[1].split("</turns>")[0] for i in range(len(fake_llm.calls))]
+    for index in range(59):
+        assert sum(f"message-{index:03d}" in text for text in turns) == 1
+    assert "<current-notes>" in fake_llm.prompt(1), "each chunk updates the notes of the one before"
+    assert result.events[0]["summary_chunks"] == len(fake_llm.calls)
 
 
 def test_focus_topic_steers_the_summary(fake_llm: FakeSummaryLLM) -> None:
@@ -414,18 +428,30 @@ def test_ineffective_compactions_stop_further_attempts_until_the_hard_limit(fake
     assert engine.should_compress(prompt_tokens=15_500), "near the window the breaker yields"
 
 
-def test_frequency_breaker_caps_compactions_per_window_of_responses(fake_llm: FakeSummaryLLM) -> None:
+def test_frequency_breaker_caps_compactions_per_window_of_trigger_checks(fake_llm: FakeSummaryLLM) -> None:
     engine = compressor(fake_llm, context_length=16_000, max_compactions_per_window=2, frequency_window=4)
     messages = support_session().messages
     for _ in range(2):
-        engine.update_from_response(Usage(prompt_tokens=9_000))
-        assert engine.should_compress()
+        assert engine.should_compress(prompt_tokens=9_000)
         engine.compress(messages)
-    engine.update_from_response(Usage(prompt_tokens=9_000))
-    assert not engine.should_compress()
-    for _ in range(3):
-        engine.update_from_response(Usage(prompt_tokens=9_000))
-    assert engine.should_compress()
+    assert not engine.should_compress(prompt_tokens=9_000)
+    assert not engine.should_compress(prompt_tokens=9_000)
+    assert engine.should_compress(prompt_tokens=9_000), "the window moves with the checks themselves"
+
+
+def test_anti_thrash_works_without_update_from_response(fake_llm: FakeSummaryLLM) -> None:
+    """A host that only calls the preflight check still gets compactions, and the window is never exceeded."""
+    engine = compressor(fake_llm, context_length=8_000)
+    builder = ConversationBuilder().user("Order #W2378156 question").assistant("Sure.")
+    largest = 0
+    for index in range(120):
+        builder.exchange(index, filler=400)
+        context = builder.messages
+        if engine.should_compress_preflight(context):
+            builder.messages = engine.compress(context).messages
+        largest = max(largest, estimate_messages_tokens(builder.messages))
+    assert engine.compression_count >= 5
+    assert largest < engine.threshold_tokens + 1_000, "compactions keep happening at the threshold"
 
 
 def test_every_compaction_emits_a_trace_event(fake_llm: FakeSummaryLLM) -> None:

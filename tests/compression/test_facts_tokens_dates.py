@@ -85,3 +85,31 @@ def test_sections_parse_tolerates_heading_styles_and_placeholders() -> None:
     sections = parse_sections(text)
     assert sections["Key Decisions"] == ["Refund approved for the kettle"]
     assert sections["Promises & Commitments"] == []
+
+
+def test_patterns_compile_once_per_process_and_a_new_extractor_starts_warm() -> None:
+    from compression.facts import _compiled, _extract
+
+    text = "Order #W7654321 shipped with 1Z999AA10123456784."
+    FactExtractor().extract(text)
+    compiled, hits = _compiled.cache_info().currsize, _extract.cache_info().hits
+    assert FactExtractor().extract(text) == (("order", "#W7654321"), ("tracking", "1Z999AA10123456784"))
+    assert _compiled.cache_info().currsize == compiled, "no new compilation for a new extractor"
+    assert _extract.cache_info().hits == hits + 1, "the second extractor found the first one's result"
+
+
+def test_relative_date_rewriting_is_idempotent() -> None:
+    once = absolutize_dates("Call back by Friday, ship on Wednesday, refund in 3 days.", date(2026, 11, 2))
+    assert once == "Call back by Friday 2026-11-06, ship on Wednesday 2026-11-04, refund by 2026-11-05."
+    assert absolutize_dates(once, date(2026, 11, 20)) == once
+
+
+def test_clear_caches_forgets_customer_text_held_process_wide() -> None:
+    from compression import clear_caches
+    from compression.facts import _extract
+    from compression.pruning import shrink_tool_output
+
+    FactExtractor().extract("Call jane.doe@example.com about #W2378156")
+    shrink_tool_output("jane.doe@example.com " * 100)
+    clear_caches()
+    assert _extract.cache_info().currsize == 0 and shrink_tool_output.cache_info().currsize == 0
