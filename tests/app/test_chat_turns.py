@@ -48,7 +48,7 @@ def test_tool_call_result_and_final_answer_are_persisted_in_order(
 
     second_request = scripted_server.chat_requests[1]
     assert second_request.model == CHAT_MODEL and second_request.stream
-    assert [m["role"] for m in second_request.messages] == ["system", "user", "assistant", "tool"]
+    assert [m["role"] for m in second_request.messages] == ["system", "user", "assistant", "tool", "system"]
     assert all("created_at" not in m and "id" not in m for m in second_request.messages)
     assert {tool["function"]["name"] for tool in second_request.tools or []} >= {"get_order", "transfer_to_human"}
 
@@ -70,7 +70,7 @@ def test_tool_policy_refusal_goes_back_to_the_model_as_a_structured_error(
     tool_message = next(m for m in live_app.transcript(conversation_id) if m.role == MessageRole.TOOL)
     error = json.loads(tool_message.content or "{}")["error"]
     assert error["code"] == "order_not_cancellable"
-    tool_result = scripted_server.chat_requests[1].messages[-1]
+    tool_result = scripted_server.chat_requests[1].messages[-2]  # the turn context comes last
     assert tool_result["role"] == "tool" and "order_not_cancellable" in tool_result["content"]
     with live_app.db() as session:
         conversation = session.get(Conversation, live_app.conversation_key(conversation_id))

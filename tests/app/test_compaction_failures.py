@@ -40,7 +40,7 @@ def run_conversation(tmp_path: Any, server: ScriptedLLMServer, window: int, turn
             assert client.post(url, json={"content": f"turn {number}: " + "details " * 60}).status_code == 202
             live.wait_for_reply(conversation_id, count=number + 1)
         with live.db() as session:
-            conversation = session.get(Conversation, conversation_id)
+            conversation = session.get(Conversation, live.conversation_key(conversation_id))
             status = conversation.status if conversation else None
         return status, live.transcript(conversation_id)
     raise AssertionError("the app did not start")

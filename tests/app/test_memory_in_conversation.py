@@ -74,8 +74,8 @@ def test_compaction_decisions_reach_memory_and_are_recalled_in_a_later_conversat
         second = live.conversation(client)
         scripted_server.clear_requests()
         _chat(live, client, second, ["Hi again, any news about my replacement?"])
-        system = scripted_server.chat_requests[-1].messages[0]["content"]
-        assert system.count("<customer-memory>") == 2, system  # the rules mention the tag once, then the block
+        system = scripted_server.chat_requests[-1].messages[-1]["content"]  # the turn context, sent last
+        assert system.count("<customer-memory>") == 1, system
         memory_block = system.rsplit("<customer-memory>", 1)[1].split("</customer-memory>")[0]
         assert "Open promises to this customer" in memory_block
         assert "[promise, due 2026-12-02] Ship the replacement kettle for #W5550001 by 2026-12-02." in memory_block
