@@ -47,7 +47,14 @@ from app.models import (
 )
 from app.settings import Settings
 from app.tools import ToolContext, ToolRegistry
-from compression import CompressionError, ContextCompressor, ContextEngine, TruncationEngine, estimate_messages_tokens
+from compression import (
+    CompressionError,
+    ContextCompressor,
+    ContextEngine,
+    TruncationEngine,
+    clear_caches,
+    estimate_messages_tokens,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -442,10 +449,11 @@ class AgentService:
 
     def forget_conversations(self, conversation_ids: Sequence[int]) -> None:
         """Drop the context engines and scheduling state of erased conversations (a running turn finds the
-        conversation gone and stops)."""
+        conversation gone and stops), and the compressor's process-wide caches, which hold customer text."""
         for conversation_id in conversation_ids:
             self._engines.pop(conversation_id, None)
             self._states.pop(conversation_id, None)
+        clear_caches()
 
     def _default_engine(self) -> ContextEngine:
         return ContextCompressor(
