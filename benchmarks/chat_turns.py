@@ -48,7 +48,7 @@ def _free_port() -> int:
 
 
 def _run_scripted_server(port: int) -> None:
-    from app.scripted_llm import ScriptedLLMServer, ScriptedReply
+    from tests.support.scripted_llm import ScriptedLLMServer, ScriptedReply
 
     server = ScriptedLLMServer(rule=lambda request: ScriptedReply(text=REPLY_TEXT), port=port)
     server.start()

@@ -34,9 +34,9 @@ from sqlmodel import Session, col, select
 from app.identity import shop_identity_hmac
 from app.main import create_app
 from app.models import Compaction, Customer, Order, OrderStatus
-from app.scripted_llm import RecordedRequest, ScriptedLLMServer, ScriptedReply, ScriptedToolCall
 from app.settings import Settings
 from compression.tokens import estimate_messages_tokens
+from tests.support.scripted_llm import RecordedRequest, ScriptedLLMServer, ScriptedReply, ScriptedToolCall
 
 WINDOW = 8_192
 TURNS = 64

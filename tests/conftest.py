@@ -1,4 +1,5 @@
-"""Fixtures shared by every test package: a real PostgreSQL server (with pgvector) from the PyPI package pgserver."""
+"""Fixtures shared by every test package: a real PostgreSQL server (with pgvector) from the PyPI package pgserver,
+and the scripted OpenAI-compatible server."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
+from tests.support.scripted_llm import ScriptedLLMServer
 
 
 @pytest.fixture(scope="session")
@@ -27,3 +30,10 @@ def postgres_url(postgres_server: Any) -> str:
     postgres_server.psql(f"CREATE DATABASE {name};")
     socket_dir = postgres_server.get_uri().split("host=")[-1]
     return f"postgresql+psycopg://postgres:@/{name}?host={socket_dir}"
+
+
+@pytest.fixture
+def scripted_server() -> Iterator[ScriptedLLMServer]:
+    """A scripted OpenAI-compatible server on an ephemeral port (see ``tests.support.scripted_llm``)."""
+    with ScriptedLLMServer() as server:
+        yield server

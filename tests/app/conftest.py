@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from app.llm import LLMGateway
-from app.scripted_llm import ScriptedLLMServer
 from app.settings import Settings
 from tests.app.live_app import IDENTITY_SECRET, LiveApp, run_live_app
+from tests.support.scripted_llm import ScriptedLLMServer
 
 CHAT_MODEL = "test-chat"
 SUMMARY_MODEL = "test-summary"
@@ -24,12 +24,6 @@ GatewayFactory = Callable[..., LLMGateway]
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-@pytest.fixture
-def scripted_server() -> Iterator[ScriptedLLMServer]:
-    with ScriptedLLMServer() as server:
-        yield server
 
 
 @pytest.fixture

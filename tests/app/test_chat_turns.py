@@ -13,9 +13,9 @@ import pytest
 
 from app.agent import FALLBACK_REPLY, MAX_TOOL_ROUNDS
 from app.models import Conversation, ConversationStatus, MessageAuthor, MessageRole, OrderStatus
-from app.scripted_llm import Fault, ScriptedLLMServer, ScriptedReply, ScriptedToolCall
 from tests.app.conftest import CHAT_MODEL, app_settings
 from tests.app.live_app import LiveApp, add_customer_with_order, free_port, run_live_app, sse_events
+from tests.support.scripted_llm import Fault, ScriptedLLMServer, ScriptedReply, ScriptedToolCall
 
 
 def test_tool_call_result_and_final_answer_are_persisted_in_order(

@@ -7,12 +7,12 @@ from typing import Any
 
 from app.agent import FALLBACK_REPLY
 from app.models import Conversation, ConversationStatus
-from app.scripted_llm import RecordedRequest, ScriptedLLMServer, ScriptedReply
 from compression import ContextCompressor
 from compression.tokens import estimate_messages_tokens
 from compression.types import CompressionResult, Message
 from tests.app.conftest import CHAT_MODEL, SUMMARY_MODEL, app_settings
 from tests.app.live_app import run_live_app
+from tests.support.scripted_llm import RecordedRequest, ScriptedLLMServer, ScriptedReply
 
 
 class CrashingCompressor(ContextCompressor):

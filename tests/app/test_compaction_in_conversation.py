@@ -7,10 +7,10 @@ from typing import Any
 from sqlmodel import col, select
 
 from app.models import Compaction, ContextSegment, SegmentReason
-from app.scripted_llm import RecordedRequest, ScriptedLLMServer, ScriptedReply
 from compression.assembly import SUMMARY_PREFIX
 from tests.app.conftest import SUMMARY_MODEL, app_settings
 from tests.app.live_app import run_live_app
+from tests.support.scripted_llm import RecordedRequest, ScriptedLLMServer, ScriptedReply
 
 SUMMARY = """## Customer Goal
 - Sort out a late delivery.

@@ -15,10 +15,10 @@ from typing import Any
 from sqlmodel import col, select
 
 from app.models import Compaction
-from app.scripted_llm import RecordedRequest, ScriptedLLMServer, ScriptedReply, ScriptedToolCall
 from compression.tokens import estimate_messages_tokens
 from tests.app.conftest import SUMMARY_MODEL, app_settings
 from tests.app.live_app import add_customer_with_order, run_live_app
+from tests.support.scripted_llm import RecordedRequest, ScriptedLLMServer, ScriptedReply, ScriptedToolCall
 
 WINDOW = 8_192
 TURNS = 64

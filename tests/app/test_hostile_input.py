@@ -12,9 +12,9 @@ import httpx
 import pytest
 
 from app.http_limits import MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_URL_BYTES
-from app.scripted_llm import ScriptedLLMServer
 from tests.app.conftest import app_settings
 from tests.app.live_app import LiveApp, run_live_app
+from tests.support.scripted_llm import ScriptedLLMServer
 
 ADMIN_TOKEN = "admin-token-for-hostile-tests-0123456789"
 HUGE = str(2**64)

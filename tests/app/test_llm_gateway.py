@@ -25,10 +25,10 @@ from app.llm import (
     LLMTimeoutError,
     UsageLedger,
 )
-from app.scripted_llm import Fault, ScriptedLLMServer, ScriptedReply, ScriptedToolCall, ScriptedUsage
 from app.settings import ModelPrice, Settings
 from compression.types import Completion, Usage
 from tests.app.conftest import CHAT_MODEL, SUMMARY_MODEL, TEST_API_KEY, GatewayFactory
+from tests.support.scripted_llm import Fault, ScriptedLLMServer, ScriptedReply, ScriptedToolCall, ScriptedUsage
 
 pytestmark = pytest.mark.anyio
 

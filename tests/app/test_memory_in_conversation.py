@@ -10,11 +10,11 @@ from sqlmodel import select
 
 from app.memory_service import format_memory_section
 from app.models import Conclusion, OutboxStatus
-from app.scripted_llm import RecordedRequest, ScriptedLLMServer, ScriptedReply
 from memory.conclusions import Conclusion as MemoryConclusion
 from memory.conclusions import ConclusionKind, ConclusionSource, MemoryItem
 from tests.app.conftest import SUMMARY_MODEL, app_settings
 from tests.app.live_app import LiveApp, run_live_app
+from tests.support.scripted_llm import RecordedRequest, ScriptedLLMServer, ScriptedReply
 
 SUMMARY = """## Customer Goal
 - Replacement for a cracked kettle.

@@ -9,10 +9,10 @@ from sqlalchemy import inspect
 
 from app.db import create_db_engine, migrate
 from app.models import MessageRole
-from app.scripted_llm import ScriptedLLMServer, ScriptedReply, ScriptedToolCall
 from tests.app.conftest import app_settings
 from tests.app.live_app import add_customer_with_order, run_live_app
 from tests.app.test_models_and_migrations import ALL_TABLES, schema_differences
+from tests.support.scripted_llm import ScriptedLLMServer, ScriptedReply, ScriptedToolCall
 
 
 def test_migrations_produce_exactly_the_models_schema_on_postgresql(postgres_url: str) -> None:

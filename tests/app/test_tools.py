@@ -12,7 +12,6 @@ from sqlmodel import Session, select
 
 from app.demo_shop import HELP_ARTICLES, shop_tools
 from app.models import AuditEvent, Conversation, ConversationStatus, HelpArticle, Order, OrderStatus, Refund
-from app.scripted_llm import ScriptedLLMServer
 from app.tools import ErrorCode, Tool, ToolContext, ToolRegistry, build_tool_registry, support_tools
 from app.tools.confirmation import is_affirmative
 from app.tools.typed import ToolArguments, TypedTool
@@ -35,6 +34,7 @@ from tests.app.shop_fixtures import (
     chat,
     tool_exchange,
 )
+from tests.support.scripted_llm import ScriptedLLMServer
 
 WRITE_TOOLS = {"cancel_order", "request_refund", "change_shipping_address"}
 NEW_ADDRESS = {"line1": "77 New Rd", "line2": "Unit 5", "city": "Austin", "region": "TX", "postal_code": "78701"}

@@ -8,9 +8,9 @@ import pytest
 
 from app.identity import VisitorTokens, shop_identity_hmac
 from app.models import Conversation, ConversationStatus
-from app.scripted_llm import ScriptedLLMServer
 from tests.app.conftest import app_settings
 from tests.app.live_app import IDENTITY_SECRET, LiveApp, run_live_app
+from tests.support.scripted_llm import ScriptedLLMServer
 
 
 def test_a_customer_cannot_read_post_to_or_stream_another_customers_conversation(live_app: LiveApp) -> None:

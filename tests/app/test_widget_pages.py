@@ -19,9 +19,9 @@ from app.db import get_session
 from app.identity import shop_identity_hmac
 from app.models import Agent, Message, MessageAuthor, MessageRole
 from app.routes.widget_pages import STATIC_DIR
-from app.scripted_llm import ScriptedLLMServer
 from tests.app.conftest import app_settings
 from tests.app.live_app import IDENTITY_SECRET, LiveApp, run_live_app
+from tests.support.scripted_llm import ScriptedLLMServer
 
 # Ways of turning text into markup or code; the widget builds DOM nodes instead.
 FORBIDDEN_IN_WIDGET = ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function")

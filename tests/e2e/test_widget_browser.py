@@ -19,7 +19,6 @@ from sqlmodel import col, select
 
 from app.agent import message_event
 from app.models import Agent, Conversation, ConversationStatus, Customer, Message, MessageAuthor, MessageRole
-from app.scripted_llm import ScriptedReply, ScriptedToolCall
 from tests.app.live_app import LiveApp
 from tests.e2e.conftest import (
     CHROMIUM_PATH,
@@ -31,6 +30,7 @@ from tests.e2e.conftest import (
     Visitor,
     publish_event,
 )
+from tests.support.scripted_llm import ScriptedReply, ScriptedToolCall
 
 pytestmark = [
     pytest.mark.skipif(not CHROMIUM_PATH.exists(), reason=f"{CHROMIUM_PATH} is missing: apt-get install chromium"),

@@ -18,10 +18,10 @@ from hypothesis import HealthCheck, seed, settings
 from schemathesis.generation import GenerationMode
 
 from app.main import create_app
-from app.scripted_llm import ScriptedLLMServer
 from app.settings import Settings
 from tests.app.conftest import app_settings
 from tests.app.live_app import LiveApp, run_live_app
+from tests.support.scripted_llm import ScriptedLLMServer
 
 FUZZ_SEED = 20261130
 FUZZ_EXAMPLES = 60

@@ -11,7 +11,7 @@ import httpx
 import openai
 import pytest
 
-from app.scripted_llm import (
+from tests.support.scripted_llm import (
     DEFAULT_MODELS,
     Fault,
     RecordedRequest,
