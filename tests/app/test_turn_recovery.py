@@ -210,22 +210,24 @@ def test_a_recovered_turn_for_a_conversation_answered_in_the_meantime_does_nothi
 ) -> None:
     scripted_server.set_rule(quoting_reply)
     for live in run_live_app(app_settings(tmp_path, scripted_server, turn_recovery_interval_s=3600)):
-        client, _ = live.visitor()
-        conversation_id = live.conversation(client)
-        url = f"/api/widget/conversations/{conversation_id}/messages"
-        assert client.post(url, json={"content": "first question"}).status_code == 202
-        live.wait_for_reply(conversation_id)
-        requests_before = len(scripted_server.chat_requests)
+        _schedule_a_recovered_turn_for_an_answered_conversation(live, scripted_server)
 
-        # What a recovery pass does when its snapshot was taken before the normal turn answered.
-        loop = _capture_loop(live)
-        schedule = functools.partial(live.services.agent.schedule_turn, conversation_id, recovering=True)
-        loop.call_soon_threadsafe(schedule)
-        time.sleep(0.3)
-        live.wait_for(lambda live=live: not live.services.agent._tasks, what="no turn running")
 
-        assert len(scripted_server.chat_requests) == requests_before
-        assert sum(map(is_reply, live.transcript(conversation_id))) == 1
+def _schedule_a_recovered_turn_for_an_answered_conversation(live: LiveApp, scripted_server: ScriptedLLMServer) -> None:
+    answered = _seed(live.services.db, "answered", ConversationStatus.BOT, [_customer("answered: hi"), _bot("Hi!")])
+    agent = live.services.agent
+
+    # What a recovery pass does when its snapshot was taken before a normal turn answered.
+    async def schedule_recovered_turn() -> bool:
+        agent.schedule_turn(answered, recovering=True)
+        return agent.is_handling(answered)
+
+    loop = _capture_loop(live)
+    assert asyncio.run_coroutine_threadsafe(schedule_recovered_turn(), loop).result(timeout=5)
+    live.wait_for(lambda: not agent.is_handling(answered), what="the recovered turn to end")
+
+    assert scripted_server.chat_requests == []
+    assert [m.content for m in live.transcript(answered)] == ["answered: hi", "Hi!"]
 
 
 def test_periodic_recovery_racing_normal_turns_never_answers_a_message_twice(
