@@ -77,12 +77,13 @@ def format_memory_section(recalled: Sequence[MemoryItem], promises: Sequence[Mem
 class _ContainedMemory:
     """What the outbox delivers to: ``CustomerMemory.remember`` on the memory pool, with a timeout."""
 
-    def __init__(self, pool: BoundedWorkerPool, memory: CustomerMemory) -> None:
+    def __init__(self, pool: BoundedWorkerPool, memory: CustomerMemory, *, timeout_s: float) -> None:
         self.pool = pool
         self.memory = memory
+        self.timeout_s = timeout_s
 
     def remember(self, conclusions: Sequence[Conclusion]) -> list[str]:
-        return self.pool.call(self.memory.remember, conclusions, timeout_s=REMEMBER_TIMEOUT_S)
+        return self.pool.call(self.memory.remember, conclusions, timeout_s=self.timeout_s)
 
 
 class MemoryService:
@@ -93,11 +94,15 @@ class MemoryService:
         *,
         workers: int = MEMORY_WORKERS,
         max_waiting: int = MEMORY_MAX_WAITING,
+        recall_timeout_s: float = RECALL_TIMEOUT_S,
+        remember_timeout_s: float = REMEMBER_TIMEOUT_S,
     ) -> None:
         self.memory = memory
         self.repository = repository
+        self.recall_timeout_s = recall_timeout_s
         self.pool = BoundedWorkerPool("memory", workers=workers, max_waiting=max_waiting)
-        self.outbox = ConclusionOutbox(repository, _ContainedMemory(self.pool, memory))
+        contained = _ContainedMemory(self.pool, memory, timeout_s=remember_timeout_s)
+        self.outbox = ConclusionOutbox(repository, contained)
         self._wake = asyncio.Event()
 
     def _recall(self, customer_id: int, query: str) -> str:
@@ -107,7 +112,7 @@ class MemoryService:
 
     async def section(self, customer_id: int, latest_message: str) -> str:
         try:
-            return await self.pool.run(self._recall, customer_id, latest_message, timeout_s=RECALL_TIMEOUT_S)
+            return await self.pool.run(self._recall, customer_id, latest_message, timeout_s=self.recall_timeout_s)
         except DependencyUnavailableError as error:
             logger.warning("Answering customer %s without memory: %s", customer_id, error)
         except Exception:
