@@ -102,6 +102,8 @@ class _SerializedClient:
         self._timeout_s = timeout_s
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("_client", "_lock", "_timeout_s"):
+            raise AttributeError(name)  # copy and pickle probe a half-built object: never recurse into the client
         attribute = getattr(self._client, name)
         if not callable(attribute):
             return attribute
