@@ -243,6 +243,46 @@ class _Chat:
         return elapsed, system
 
 
+def _turns_while_the_embedder_hangs(chat: _Chat, served: ServeProcess, endpoint: EmbeddingEndpoint) -> None:
+    threads_before = _threads(served)
+    endpoint.hanging = True
+    durations, thread_counts = [], []
+    for number in range(HUNG_TURNS):
+        elapsed, system = chat.turn(f"{QUESTION} (try {number})")
+        assert PROMISE_TEXT not in system  # answered, without memory
+        durations.append(round(elapsed, 2))
+        thread_counts.append(_threads(served))
+    print(f"threads before the hang {threads_before}, during {thread_counts}")
+    print(f"turn seconds during the hang {durations}; hung embedding requests {endpoint.hung}")
+    assert max(thread_counts) <= threads_before + MAX_EXTRA_THREADS
+
+
+def _turns_after_the_embedder_recovers(chat: _Chat, endpoint: EmbeddingEndpoint) -> None:
+    endpoint.hanging = False  # the endpoint answers again; requests already hung stay hung
+    recovered_turns: list[float] = []
+    while True:
+        elapsed, system = chat.turn(QUESTION)
+        recovered_turns.append(round(elapsed, 2))
+        assert elapsed < RECALL_TIMEOUT_S  # no turn waits for a hung call
+        if PROMISE_TEXT in system:
+            break
+        assert len(recovered_turns) < 200, "memory never came back after the endpoint recovered"
+        time.sleep(0.1)
+    print(f"turn seconds after recovery, until memory was back {recovered_turns}")
+
+
+def _stop_with_a_recall_hung(chat: _Chat, served: ServeProcess, endpoint: EmbeddingEndpoint) -> None:
+    endpoint.hanging = True
+    hung_before = endpoint.hung
+    posted = chat.client.post(f"/api/widget/conversations/{chat.conversation}/messages", json={"content": QUESTION})
+    assert posted.status_code == 202
+    _wait_for_hung(endpoint, hung_before + 1)
+    chat.client.close()
+    stop_s = served.stop(timeout_s=SHUTDOWN_LIMIT_S + 10)
+    print(f"stopped in {stop_s:.2f} s with a recall hung")
+    assert stop_s < SHUTDOWN_LIMIT_S
+
+
 def test_a_hung_embedder_costs_turns_their_memory_not_their_answers_threads_or_shutdown(
     tmp_path: Path, endpoint: EmbeddingEndpoint
 ) -> None:
@@ -269,42 +309,9 @@ def test_a_hung_embedder_costs_turns_their_memory_not_their_answers_threads_or_s
                 assert session.exec(select(Customer.id)).all() == [1]
             _, system = chat.turn(QUESTION)
             assert PROMISE_TEXT in system  # memory works before the hang
-            threads_before = _threads(served)
-
-            endpoint.hanging = True
-            durations, thread_counts = [], []
-            for number in range(HUNG_TURNS):
-                elapsed, system = chat.turn(f"{QUESTION} (try {number})")
-                assert PROMISE_TEXT not in system  # answered, without memory
-                durations.append(round(elapsed, 2))
-                thread_counts.append(_threads(served))
-            print(f"threads before the hang {threads_before}, during {thread_counts}")
-            print(f"turn seconds during the hang {durations}; hung embedding requests {endpoint.hung}")
-            assert max(thread_counts) <= threads_before + MAX_EXTRA_THREADS
-
-            endpoint.hanging = False  # the endpoint answers again; requests already hung stay hung
-            recovered_turns: list[float] = []
-            while True:
-                elapsed, system = chat.turn(QUESTION)
-                recovered_turns.append(round(elapsed, 2))
-                assert elapsed < RECALL_TIMEOUT_S  # no turn waits for a hung call
-                if PROMISE_TEXT in system:
-                    break
-                assert len(recovered_turns) < 200, "memory never came back after the endpoint recovered"
-                time.sleep(0.1)
-            print(f"turn seconds after recovery, until memory was back {recovered_turns}")
-
-            endpoint.hanging = True  # a recall hangs again while the server is asked to stop
-            hung_before = endpoint.hung
-            posted = chat.client.post(
-                f"/api/widget/conversations/{chat.conversation}/messages", json={"content": QUESTION}
-            )
-            assert posted.status_code == 202
-            _wait_for_hung(endpoint, hung_before + 1)
-            chat.client.close()
-            stop_s = served.stop(timeout_s=SHUTDOWN_LIMIT_S + 10)
-            print(f"stopped in {stop_s:.2f} s with a recall hung")
-            assert stop_s < SHUTDOWN_LIMIT_S
+            _turns_while_the_embedder_hangs(chat, served, endpoint)
+            _turns_after_the_embedder_recovers(chat, endpoint)
+            _stop_with_a_recall_hung(chat, served, endpoint)
         finally:
             served.ensure_stopped()
             db.dispose()
