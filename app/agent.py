@@ -15,6 +15,9 @@ Lifecycle of a turn (see DESIGN.md, "One turn"):
 6. When the LLM fails (connection, timeout, HTTP error, malformed answer, tool loop limit, context overflow), the
    customer's message stays, the customer gets ``FALLBACK_REPLY``, the conversation moves to ``needs_human`` and
    the error is logged with its request id.
+
+Recovery (``app.turn_recovery``) schedules a turn for conversations left waiting by a crash, or by ``shutdown``,
+which cancels turns that outlast ``SHUTDOWN_TURN_GRACE_S``; such a turn checks that it is still needed first.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from app.models import (
 )
 from app.settings import Settings
 from app.tools import ToolContext, ToolRegistry
+from app.turn_recovery import SILENT_STATUSES, awaits_reply
 from compression import (
     CompressionError,
     ContextCompressor,
@@ -68,7 +72,9 @@ FALLBACK_REPLY = (
     "team will pick up this conversation here as soon as possible."
 )
 HANDOFF_REPLY = "I've asked a member of our team to join this conversation. They will reply here shortly."
-SILENT_STATUSES = frozenset({ConversationStatus.HUMAN, ConversationStatus.CLOSED})
+# At shutdown, running turns get this long to finish; the rest are cancelled (and recovered at the next start).
+SHUTDOWN_TURN_GRACE_S = 2.0
+CANCELLED_TURN_GRACE_S = 1.0
 
 MemorySection = Callable[[int, str], Awaitable[str]]
 EngineFactory = Callable[[], ContextEngine]
@@ -149,20 +155,24 @@ class AgentService:
             self.schedule_turn(conversation.id)
         return message
 
-    def schedule_turn(self, conversation_id: int) -> None:
+    def schedule_turn(self, conversation_id: int, *, recovering: bool = False) -> None:
         state = self._states.setdefault(conversation_id, _ConversationState())
         if state.running:
             state.pending = True
             return
         state.running = True
-        task = asyncio.get_running_loop().create_task(self._run(conversation_id, state))
+        task = asyncio.get_running_loop().create_task(self._run(conversation_id, state, recovering=recovering))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _run(self, conversation_id: int, state: _ConversationState) -> None:
+    async def _run(self, conversation_id: int, state: _ConversationState, *, recovering: bool = False) -> None:
         try:
             if self.settings.reply_debounce_s > 0:
                 await asyncio.sleep(self.settings.reply_debounce_s)
+            # Recovery found this conversation waiting from a snapshot; a normal turn may have answered it since.
+            # No await between this check and the first turn: no other turn of this conversation can slip in.
+            if recovering and not awaits_reply(self.db, conversation_id):
+                return
             while True:
                 state.pending = False
                 await self.run_turn(conversation_id)
@@ -173,10 +183,27 @@ class AgentService:
             if not state.pending:
                 self._states.pop(conversation_id, None)
 
+    def is_handling(self, conversation_id: int) -> bool:
+        """Whether a turn of this conversation is scheduled or running."""
+        return conversation_id in self._states
+
     async def drain(self) -> None:
-        """Wait for every running turn (used at shutdown and by tests)."""
+        """Wait for every running turn (used by tests; ``shutdown`` bounds the wait)."""
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    async def shutdown(self) -> None:
+        """Give running turns ``SHUTDOWN_TURN_GRACE_S`` to finish, then cancel the rest: their customers' messages
+        are stored, and turn recovery answers them at the next start."""
+        try:
+            await asyncio.wait_for(self.drain(), SHUTDOWN_TURN_GRACE_S)
+        except TimeoutError:
+            running = list(self._tasks)
+            logger.warning("Cancelled %d turn(s) still running at shutdown; recovery answers them", len(running))
+            for task in running:
+                task.cancel()
+            if running:
+                await asyncio.wait(running, timeout=CANCELLED_TURN_GRACE_S)
 
     # -- one turn ------------------------------------------------------------------------------------------------
     async def run_turn(self, conversation_id: int) -> None:

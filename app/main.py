@@ -2,8 +2,8 @@
 
 ``create_app(settings)`` builds nothing at import time: the lifespan creates the database engine (and migrates it),
 the LLM gateway, the tool registry, the live-event broker and the agent service, and stores them on
-``app.state.services``; shutdown waits for running turns and closes every client. Tests pass their own settings,
-and may pass a ``gateway`` or ``engine_factory`` built for them.
+``app.state.services``; shutdown gives running turns a short grace period and closes every client within seconds.
+Tests pass their own settings, and may pass a ``gateway`` or ``engine_factory`` built for them.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from app.routes import admin_api, widget_api, widget_pages
 from app.services import Services
 from app.settings import Settings, get_settings
 from app.tools import build_tool_registry
+from app.turn_recovery import TurnRecovery
 from compression.summarizer import PROMPTS_DIR, prompt_environment
 from memory.config import EmbedderKind, MemoryOptions, VectorStoreKind
 from memory.store import CustomerMemory
@@ -107,16 +108,21 @@ def create_app(
             memory=memory,
         )
         delivery = asyncio.get_running_loop().create_task(memory.run()) if memory else None
+        recovery = TurnRecovery(agent, interval_s=config.turn_recovery_interval_s)
+        recovery.start()
         try:
             yield
         finally:
-            await agent.drain()
+            # Bounded whatever the dependencies do: turns get a grace period, then recovery answers them at the next
+            # start; a hung memory call is left to its daemon worker (the outbox is durable).
+            await recovery.stop()
+            await agent.shutdown()
             if delivery is not None:
                 delivery.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await delivery
             if memory is not None:
-                memory.memory.close()
+                memory.close()
             await llm.aclose()
             tools.close()
             db.dispose()

@@ -2,11 +2,18 @@
 
 ``MemoryService.section`` is the agent's ``MemorySection`` hook: the customer's memories relevant to the latest
 message plus every active promise, rendered as escaped reference data (a memory cannot close the
-``<customer-memory>`` frame or start lines of its own). Recall runs in a worker thread with a timeout, and any
-failure yields an empty section: memory degrades a reply, it never blocks one.
+``<customer-memory>`` frame or start lines of its own). Any failure yields an empty section: memory degrades a
+reply, it never blocks one.
+
+Every Mem0 call (hence every embedder and vector-store call) runs on the service's own ``BoundedWorkerPool`` of
+``MEMORY_WORKERS`` threads with a timeout (``RECALL_TIMEOUT_S``, ``REMEMBER_TIMEOUT_S``): a hung dependency costs a
+turn at most the recall timeout, ties up at most the pool's threads, and once all of them are stuck, calls fail at
+once until one comes back.
 
 ``run`` is a background task: it delivers due outbox rows whenever ``kick`` is called (after a compaction queued
-conclusions) and every ``OUTBOX_POLL_S`` otherwise, so failed deliveries are retried with their backoff.
+conclusions) and every ``OUTBOX_POLL_S`` otherwise, so failed deliveries are retried with their backoff. A delivery
+round runs in a daemon thread of its own and each conclusion goes through the pool, so stopping the app never
+waits for it; the rows are durable and the next round (or the next start) delivers them.
 """
 
 from __future__ import annotations
@@ -17,16 +24,21 @@ import html
 import logging
 from collections.abc import Sequence
 
-import anyio
-
 from app.memory_outbox import SqlOutboxRepository, memory_customer_id
-from memory.conclusions import MemoryItem
+from app.worker_pool import BoundedWorkerPool, DependencyUnavailableError, in_daemon_thread
+from memory.conclusions import Conclusion, MemoryItem
 from memory.outbox import ConclusionOutbox, DeliveryReport
 from memory.store import CustomerMemory
 
 logger = logging.getLogger(__name__)
 
 RECALL_TIMEOUT_S = 2.0
+# A delivery is not on a customer's path: it may wait longer than a recall (one retried embedding request).
+REMEMBER_TIMEOUT_S = 15.0
+# Recall embeds and searches in parallel on these threads; a few also leave room for some hung calls.
+MEMORY_WORKERS = 4
+# Calls allowed to wait for a worker (a burst of turns); beyond that a call fails at once.
+MEMORY_MAX_WAITING = 64
 RECALL_LIMIT = 8
 OUTBOX_POLL_S = 30.0
 
@@ -60,11 +72,35 @@ def format_memory_section(recalled: Sequence[MemoryItem], promises: Sequence[Mem
     return "\n".join(lines)
 
 
+class _ContainedMemory:
+    """What the outbox delivers to: ``CustomerMemory.remember`` on the memory pool, with a timeout."""
+
+    def __init__(self, pool: BoundedWorkerPool, memory: CustomerMemory, *, timeout_s: float) -> None:
+        self.pool = pool
+        self.memory = memory
+        self.timeout_s = timeout_s
+
+    def remember(self, conclusions: Sequence[Conclusion]) -> list[str]:
+        return self.pool.call(self.memory.remember, conclusions, timeout_s=self.timeout_s)
+
+
 class MemoryService:
-    def __init__(self, memory: CustomerMemory, repository: SqlOutboxRepository) -> None:
+    def __init__(
+        self,
+        memory: CustomerMemory,
+        repository: SqlOutboxRepository,
+        *,
+        workers: int = MEMORY_WORKERS,
+        max_waiting: int = MEMORY_MAX_WAITING,
+        recall_timeout_s: float = RECALL_TIMEOUT_S,
+        remember_timeout_s: float = REMEMBER_TIMEOUT_S,
+    ) -> None:
         self.memory = memory
         self.repository = repository
-        self.outbox = ConclusionOutbox(repository, memory)
+        self.recall_timeout_s = recall_timeout_s
+        self.pool = BoundedWorkerPool("memory", workers=workers, max_waiting=max_waiting)
+        contained = _ContainedMemory(self.pool, memory, timeout_s=remember_timeout_s)
+        self.outbox = ConclusionOutbox(repository, contained)
         self._wake = asyncio.Event()
 
     def _recall(self, customer_id: int, query: str) -> str:
@@ -74,19 +110,19 @@ class MemoryService:
 
     async def section(self, customer_id: int, latest_message: str) -> str:
         try:
-            return await asyncio.wait_for(
-                anyio.to_thread.run_sync(self._recall, customer_id, latest_message), RECALL_TIMEOUT_S
-            )
+            return await self.pool.run(self._recall, customer_id, latest_message, timeout_s=self.recall_timeout_s)
+        except DependencyUnavailableError as error:
+            logger.warning("Answering customer %s without memory: %s", customer_id, error)
         except Exception:
             logger.exception("Memory recall failed for customer %s; answering without it", customer_id)
-            return ""
+        return ""
 
     def kick(self) -> None:
         """Deliver queued conclusions soon (called after a compaction committed outbox rows)."""
         self._wake.set()
 
     async def deliver_now(self) -> DeliveryReport:
-        return await anyio.to_thread.run_sync(self.outbox.deliver_due)
+        return await in_daemon_thread(self.outbox.deliver_due, name="memory-outbox-delivery")
 
     async def run(self) -> None:
         while True:
@@ -97,3 +133,8 @@ class MemoryService:
                 await self.deliver_now()
             except Exception:  # the repository itself failed (database down): try again next round
                 logger.exception("Outbox delivery round failed")
+
+    def close(self) -> None:
+        """Stop taking memory calls and release the store, without waiting for a call that is stuck."""
+        self.pool.close()
+        self.memory.close()

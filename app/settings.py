@@ -15,6 +15,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PLACEHOLDER_SECRET = "change-me"
 EMBEDDED_CHAT_MODEL = "smollm2-135m-instruct"
+# How often a running server looks for conversations whose latest customer message has no reply (app.turn_recovery).
+TURN_RECOVERY_INTERVAL_S = 60.0
 
 
 class ModelPrice(BaseModel):
@@ -68,6 +70,7 @@ class Settings(BaseSettings):
 
     shop_name: str = "Acme Kitchen"
     reply_debounce_s: float = Field(default=0.3, ge=0, le=10)
+    turn_recovery_interval_s: float = Field(default=TURN_RECOVERY_INTERVAL_S, gt=0)
 
     host: str = "127.0.0.1"
     port: int = 8000

@@ -9,23 +9,30 @@ newer conclusion of the same kind about the same identifier supersedes the older
 for the record, no longer recalled); a memory a human edited is locked and never superseded automatically (the
 newer automatic conclusion is the one marked superseded); an edit keeps its history in Mem0's history table.
 
-The embedded store (Qdrant in a local directory) has one owner: one ``CustomerMemory`` per process, calls
-serialized by a lock, and a second process gets ``MemoryStoreLockedError`` saying what to do.
+The embedded store (Qdrant in a local directory) has one owner: one ``CustomerMemory`` per process, and a second
+process gets ``MemoryStoreLockedError`` saying what to do. Within the process, each call into the embedded store is
+serialized by a lock held only for that call, never while an embedding is computed, so a hung embedder endpoint
+never holds up recall for others; sequences that read and then write (remember, edit, delete, erasure) take a
+second lock around the whole sequence. Both locks are acquired with a timeout: a call stuck behind a hung one fails
+with ``MemoryStoreBusyError`` instead of waiting for it. Requests to an embeddings endpoint carry their own timeout
+(``EMBEDDING_REQUEST_TIMEOUT_S``), so a hung request ends and gives its thread back.
 
 Exception tree::
 
     MemoryError_                 base (named so it does not shadow Python's MemoryError)
     ├── InvalidCustomerIdError   the customer id is empty, a wildcard, or has characters outside the pattern
     ├── MemoryNotFoundError      no such memory for this customer (also when it belongs to another customer)
-    └── MemoryStoreLockedError   another process owns the embedded store
+    ├── MemoryStoreLockedError   another process owns the embedded store
+    └── MemoryStoreBusyError     a call in progress kept the store longer than the lock timeout
 """
 
 from __future__ import annotations
 
 import builtins
+import logging
 import re
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, date, datetime
 from typing import Any
@@ -38,6 +45,17 @@ RECALL_LIMIT = 8
 MAX_RECALL_LIMIT = 50
 LIST_LIMIT = 10_000
 SEARCH_THRESHOLD = 0.0
+# Longest wait for a call in progress before giving up with MemoryStoreBusyError: an embedded-store call takes
+# milliseconds (about a second at 100k memories, benchmarks/memory.py), so waiting longer means it is stuck.
+LOCK_TIMEOUT_S = 5.0
+# At shutdown, wait this long at most for a call in progress before leaving the store to the end of the process.
+CLOSE_TIMEOUT_S = 1.0
+# Mem0's OpenAI embedder keeps the openai client's defaults (10 minutes, 2 retries): a hung endpoint would hold a
+# worker thread that long.
+EMBEDDING_REQUEST_TIMEOUT_S = 5.0
+EMBEDDING_MAX_RETRIES = 1
+
+logger = logging.getLogger(__name__)
 
 
 class MemoryError_(Exception):
@@ -54,6 +72,49 @@ class MemoryNotFoundError(MemoryError_, LookupError):
 
 class MemoryStoreLockedError(MemoryError_, RuntimeError):
     pass
+
+
+class MemoryStoreBusyError(MemoryError_, RuntimeError):
+    pass
+
+
+@contextmanager
+def _held(lock: threading.RLock, timeout_s: float, what: str) -> Iterator[None]:
+    if not lock.acquire(timeout=timeout_s):
+        raise MemoryStoreBusyError(
+            f"The memory store stayed busy for {timeout_s:g} s ({what}); a call in progress may be stuck. "
+            "Try again later."
+        )
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+class _SerializedClient:
+    """The embedded Qdrant client with every method call under ``lock``: Qdrant's local mode is plain Python state
+    that concurrent calls would corrupt, and taking the lock per call (rather than around a whole Mem0 operation)
+    keeps it free while Mem0 computes embeddings."""
+
+    def __init__(self, client: Any, lock: threading.RLock, timeout_s: float) -> None:
+        self._client = client
+        self._lock = lock
+        self._timeout_s = timeout_s
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("_client", "_lock", "_timeout_s"):
+            raise AttributeError(name)  # copy and pickle probe a half-built object: never recurse into the client
+        attribute = getattr(self._client, name)
+        if not callable(attribute):
+            return attribute
+        return self._serialized(attribute, name)
+
+    def _serialized(self, method: Callable[..., Any], name: str) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with _held(self._lock, self._timeout_s, f"vector store {name}"):
+                return method(*args, **kwargs)
+
+        return call
 
 
 def check_customer_id(customer_id: str) -> str:
@@ -100,12 +161,16 @@ def _item(raw: dict[str, Any], customer_id: str, history: Sequence[dict[str, Any
 class CustomerMemory:
     """Per-customer long-term memory on top of one Mem0 ``Memory``."""
 
-    def __init__(self, options: MemoryOptions, *, embedder: Any | None = None) -> None:
+    def __init__(
+        self, options: MemoryOptions, *, embedder: Any | None = None, lock_timeout_s: float = LOCK_TIMEOUT_S
+    ) -> None:
         prepare_environment(options)
         from mem0 import Memory  # only after prepare_environment: mem0 reads its settings at import
 
         self.options = options
-        self._lock = threading.RLock()
+        self.lock_timeout_s = lock_timeout_s
+        self._lock = threading.RLock()  # around read-then-write sequences
+        self._store_lock = threading.RLock()  # around each call into the embedded Qdrant client
         try:
             self._mem0 = Memory.from_config(mem0_config(options))
         except RuntimeError as error:
@@ -116,6 +181,7 @@ class CustomerMemory:
                     "or move memories to pgvector (MEMDESK_MEMORY_STORE=pgvector) to share them between processes."
                 ) from error
             raise
+        self._contain_dependencies()
         chosen = embedder if embedder is not None else self._default_embedder(options)
         if chosen is not None:
             from memory.embedders import attach_embedder
@@ -141,6 +207,20 @@ class CustomerMemory:
                 )
             )
 
+    def _contain_dependencies(self) -> None:
+        """Serialize calls into the embedded Qdrant client (before Mem0 lazily shares it with its entity store) and
+        bound every request to an embeddings endpoint."""
+        vector_store = self._mem0.vector_store
+        self._qdrant_client: Any = None
+        if self.options.vector_store is VectorStoreKind.QDRANT:
+            self._qdrant_client = vector_store.client
+            vector_store.client = _SerializedClient(self._qdrant_client, self._store_lock, self.lock_timeout_s)
+        if self.options.embedder is EmbedderKind.OPENAI:
+            embedding_model = self._mem0.embedding_model
+            embedding_model.client = embedding_model.client.with_options(
+                timeout=EMBEDDING_REQUEST_TIMEOUT_S, max_retries=EMBEDDING_MAX_RETRIES
+            )
+
     @staticmethod
     def _default_embedder(options: MemoryOptions) -> Any | None:
         if options.embedder is EmbedderKind.OPENAI:
@@ -159,9 +239,11 @@ class CustomerMemory:
 
     @contextmanager
     def _serialized(self) -> Iterator[None]:
-        # The embedded Qdrant store is plain Python state in this process; pgvector handles its own concurrency.
+        # A read-then-write sequence (the idempotency check before an add, erasure's list-then-delete) must not
+        # interleave with another in this process. pgvector serializes nothing here, as before: its own
+        # transactions handle concurrency between processes.
         if self.options.vector_store is VectorStoreKind.QDRANT:
-            with self._lock:
+            with _held(self._lock, self.lock_timeout_s, "another memory update"):
                 yield
         else:
             yield
@@ -171,13 +253,12 @@ class CustomerMemory:
         """The customer's active memories most relevant to ``query``."""
         check_customer_id(customer_id)
         top_k = max(1, min(limit, MAX_RECALL_LIMIT))
-        with self._serialized():
-            found = self._mem0.search(
-                query or " ",
-                top_k=top_k,
-                filters={"user_id": customer_id, "status": MemoryStatus.ACTIVE.value},
-                threshold=SEARCH_THRESHOLD,
-            )
+        found = self._mem0.search(
+            query or " ",
+            top_k=top_k,
+            filters={"user_id": customer_id, "status": MemoryStatus.ACTIVE.value},
+            threshold=SEARCH_THRESHOLD,
+        )
         items = [_item(raw, customer_id) for raw in found.get("results", []) if raw.get("user_id") == customer_id]
         return [item for item in items if item.active][:top_k]
 
@@ -193,8 +274,7 @@ class CustomerMemory:
 
     def _all(self, customer_id: str, **filters: Any) -> builtins.list[MemoryItem]:
         check_customer_id(customer_id)
-        with self._serialized():
-            found = self._mem0.get_all(filters={"user_id": customer_id, **filters}, top_k=LIST_LIMIT)
+        found = self._mem0.get_all(filters={"user_id": customer_id, **filters}, top_k=LIST_LIMIT)
         return [_item(raw, customer_id) for raw in found.get("results", []) if raw.get("user_id") == customer_id]
 
     def _owned(self, customer_id: str, memory_id: str) -> dict[str, Any]:
@@ -210,8 +290,7 @@ class CustomerMemory:
         return dict(raw)
 
     def get(self, customer_id: str, memory_id: str) -> MemoryItem:
-        with self._serialized():
-            return _item(self._owned(customer_id, memory_id), customer_id)
+        return _item(self._owned(customer_id, memory_id), customer_id)
 
     # -- writing ----------------------------------------------------------------------------------------------
     def remember(self, conclusions: Sequence[Conclusion]) -> builtins.list[str]:
@@ -343,11 +422,15 @@ class CustomerMemory:
             connection.commit()
 
     def close(self) -> None:
-        with self._lock:
-            client = getattr(self._mem0.vector_store, "client", None)
-            if client is not None and hasattr(client, "close"):
-                client.close()
-            pool = getattr(self._mem0.vector_store, "connection_pool", None)  # pgvector
-            if pool is not None and hasattr(pool, "close"):
-                pool.close()
-            self._mem0.db.close()
+        """Release the store. Waits at most ``CLOSE_TIMEOUT_S`` for a store call in progress: a stuck call keeps the
+        embedded store, and the end of the process releases it."""
+        if self._qdrant_client is not None:
+            try:
+                with _held(self._store_lock, CLOSE_TIMEOUT_S, "closing"):
+                    self._qdrant_client.close()
+            except MemoryStoreBusyError:
+                logger.warning("A memory store call is still running; the store is left open for the process exit.")
+        pool = getattr(self._mem0.vector_store, "connection_pool", None)  # pgvector
+        if pool is not None and hasattr(pool, "close"):
+            pool.close()
+        self._mem0.db.close()
