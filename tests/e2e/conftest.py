@@ -41,6 +41,8 @@ MAX_MESSAGE_CHARS = 500
 MESSAGES_PER_MINUTE = 5
 DESKTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 375, "height": 740}
+# The narrowest phones in common use, and a current mid-size one (CSS pixels).
+PHONES = {"360x740": {"width": 360, "height": 740}, "390x844": {"width": 390, "height": 844}}
 UI_TIMEOUT_MS = 10_000
 PROXY_BUFFER_BYTES = 65_536
 
@@ -266,8 +268,10 @@ def visit(browser: Any, proxy: FlakyProxy, artifacts: Path) -> Iterator[Callable
     """Opens a new visitor (a fresh browser context) on the demo shop, through the proxy."""
     contexts: list[Any] = []
 
-    def make(*, viewport: dict[str, int] | None = None, init_script: str | None = None) -> Visitor:
-        context = browser.new_context(viewport=viewport or DESKTOP)
+    def make(*, viewport: dict[str, int] | None = None, init_script: str | None = None, phone: bool = False) -> Visitor:
+        # A phone is a touch screen with a mobile viewport: a page wider than the screen then widens the layout
+        # viewport, as on a real phone, instead of only scrolling.
+        context = browser.new_context(viewport=viewport or DESKTOP, is_mobile=phone, has_touch=phone)
         if init_script:
             context.add_init_script(init_script)
         contexts.append(context)
