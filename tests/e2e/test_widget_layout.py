@@ -1,4 +1,4 @@
-"""The demo shop and the widget on phone and desktop screens, in headless Chromium.
+"""The demo shop and the widget on phones and a desktop, and the alert beside the messages, in headless Chromium.
 
 Phones are emulated as phones (touch, mobile viewport): there a page wider than the screen widens the layout
 viewport, which pushes fixed elements such as the launcher off the screen, so "fits" is checked on the page's width
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import CHROMIUM_PATH, PHONES, Visitor
+from tests.e2e.conftest import CHROMIUM_PATH, PHONES, FlakyProxy, Visitor
 from tests.e2e.test_widget_browser import Visit
 
 pytestmark = [
@@ -92,3 +92,43 @@ def test_the_open_widget_on_a_desktop_screen(visit: Visit) -> None:
     visitor.page.get_by_text("Scripted reply to: Where is desktop").wait_for()
     assert visitor.page.evaluate(HORIZONTAL_OVERFLOW) == []
     visitor.screenshot("desktop-signed-in-open")
+
+
+MESSAGE_BOXES = """() => {
+  const root = document.querySelector('#memdesk-widget').shadowRoot;
+  const box = e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+  return {
+    alert: box(root.querySelector('.alert')),
+    scroller: box(root.querySelector('.scroller')),
+    messages: [...root.querySelectorAll('.log .msg, .pending .msg')].map(e => ({text: e.innerText, box: box(e)})),
+  };
+}"""
+
+
+def overlaps(a: list[float], b: list[float]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def test_the_offline_alert_never_covers_a_message(visit: Visit, proxy: FlakyProxy) -> None:
+    viewport = PHONES["360x740"]
+    visitor = visit(viewport=viewport, phone=True)
+    visitor.goto()
+    visitor.open()
+    filler = " and a little more text so that the conversation fills the screen" * 3
+    for number in range(3):
+        visitor.send(f"Question {number}{filler}")
+        visitor.page.get_by_text(f"Scripted reply to: Question {number}").wait_for()
+
+    proxy.down()
+    visitor.widget(".alert").get_by_text("reconnecting").wait_for()
+    visitor.send("Typed while the server is away")
+    visitor.widget(".alert").get_by_text("Can't reach the support server").wait_for()
+    visitor.widget(".msg--pending .pending-state").wait_for()
+    visitor.page.wait_for_timeout(300)  # let any scrolling settle before measuring
+    found = visitor.page.evaluate(MESSAGE_BOXES)
+    visitor.screenshot("offline-alert-phone")
+    covered = [m["text"] for m in found["messages"] if overlaps(m["box"], found["alert"])]
+    assert covered == []
+    queued = found["messages"][-1]
+    assert "Typed while the server is away" in queued["text"] and "Not sent yet" in queued["text"]
+    assert found["scroller"][1] <= queued["box"][1] and queued["box"][3] <= found["scroller"][3], "queued not in view"
