@@ -48,7 +48,7 @@
   // closing the stream is then noticed within about LIVENESS_SILENCE_MS + LIVENESS_TICK_MS + LIVENESS_TIMEOUT_MS.
   const LIVENESS_SILENCE_MS = 1500;
   const LIVENESS_TICK_MS = 500;
-  const LIVENESS_TIMEOUT_MS = 2000;
+  const LIVENESS_TIMEOUT_MS = 1500;
   const RETRY_MIN_MS = 1000;
   const RETRY_MAX_MS = 15000;
   const RETRY_JITTER = 0.2; // up to 20 % shorter, so widgets cut off together do not all return at once
@@ -463,8 +463,9 @@
       headers.Authorization = `Bearer ${state.token}`;
     }
     const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(), timeoutMs);
+    const timer = setTimeout(() => controller.abort(), timeoutMs); // covers the body too, not only the headers
     let response;
+    let text;
     try {
       response = await fetch(base + path, {
         method,
@@ -474,17 +475,18 @@
         credentials: "omit",
         cache: "no-store",
       });
+      text = await response.text();
     } catch {
-      throw new ApiError("network", 0, t("offline"), { authenticated });
+      throw new ApiError("network", 0, t("offline"), { authenticated }); // no answer, a timeout, a cut body
     } finally {
       clearTimeout(timer);
     }
     state.lastContact = Date.now();
     let data = null;
     try {
-      data = await response.json();
+      data = text ? JSON.parse(text) : null;
     } catch {
-      data = null;
+      data = null; // an error page from a proxy in between: the status says enough
     }
     if (!response.ok) {
       const detail = typeof data?.detail === "string" ? data.detail : `HTTP ${response.status}`;
@@ -985,7 +987,7 @@
     state.connecting = true;
     try {
       await start();
-      await fillGap(); // also proves that the server answers
+      await probeServer(REQUEST_TIMEOUT_MS); // start() may have nothing left to ask
       if (state.conversationId && !(await streamConnected())) {
         throw new ApiError("network", 0, t("offline"));
       }
@@ -998,20 +1000,17 @@
   }
 
   // A server that stops answering without closing the stream shows nothing by itself: ask it for news after a
-  // silence, while someone is looking. A lost connection is connect()'s to retry.
+  // silence, while someone is looking, even when other requests are still waiting for their (longer) timeout. A
+  // lost connection is connect()'s to retry.
   async function checkLiveness() {
     const watched = state.open && !document.hidden && state.token && !state.fatal;
     const silent = Date.now() - state.lastContact >= LIVENESS_SILENCE_MS;
-    if (!watched || !silent || state.probing || state.connecting || state.connection !== "up") {
+    if (!watched || !silent || state.probing || state.connection !== "up") {
       return;
     }
     state.probing = true;
     try {
-      if (state.conversationId) {
-        await fillGap(LIVENESS_TIMEOUT_MS);
-      } else {
-        await api("GET", "/api/widget/conversations", { timeoutMs: LIVENESS_TIMEOUT_MS });
-      }
+      await probeServer(LIVENESS_TIMEOUT_MS);
     } catch (error) {
       reportFailure(error);
     } finally {
@@ -1094,6 +1093,14 @@
     if (current) {
       setStatus(current.status);
     }
+  }
+
+  // The lightest request that proves the server answers; in a conversation it also fetches anything missed.
+  function probeServer(timeoutMs) {
+    if (state.conversationId) {
+      return fillGap(timeoutMs);
+    }
+    return api("GET", "/api/widget/conversations", { timeoutMs });
   }
 
   async function fillGap(timeoutMs = REQUEST_TIMEOUT_MS) {
