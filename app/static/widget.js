@@ -1307,6 +1307,9 @@
     flushOutbox(); // whatever waited for the closed conversation goes to the new one
   });
   window.addEventListener("online", () => {
+    if (!state.open && !state.conversationId) {
+      return; // never used on this page: no session is created for a visitor who did not open the chat
+    }
     clearTimeout(state.retryTimer); // the network is back: try now rather than at the end of a backoff
     state.retryTimer = null;
     state.retryAttempt = 0;

@@ -4,7 +4,8 @@ everything works again once the server is back.
 Two ways of going away, through the proxy in front of memdesk: refusing connections (a stopped process), and no
 longer answering on connections that stay open (a server shutting down with its event streams still open, a stuck
 process, a network that drops packets), which the browser's event stream does not notice by itself. Each is tried
-in the middle of a conversation and on a panel just opened by a guest who has not written yet.
+in the middle of a conversation and on a panel just opened by a guest who has not written yet. Last, the device's
+own network dropping and coming back.
 """
 
 from __future__ import annotations
@@ -96,3 +97,28 @@ def test_a_guest_who_has_not_written_yet_also_sees_reconnecting_and_can_chat_aft
     conversation_id = conversation_of(live, f"Written during the {outage} outage")
     customer_texts = [m.content for m in visible_transcript(live, conversation_id) if m.role.value == "user"]
     assert customer_texts == [f"Written during the {outage} outage"]
+
+
+def test_the_network_coming_back_reconnects_at_once_and_a_widget_never_opened_stays_quiet(
+    visit: Visit, live: LiveApp
+) -> None:
+    chatting, idle = visit(), visit()
+    chatting.goto()
+    chatting.open()
+    chatting.send("Hello before the network drops")
+    chatting.page.get_by_text("Scripted reply to: Hello before the network drops").wait_for()
+    idle.goto()
+    session_requests: list[str] = []
+    idle.page.on(
+        "request", lambda request: session_requests.append(request.url) if "/sessions" in request.url else None
+    )
+
+    for visitor in (chatting, idle):
+        visitor.context.set_offline(True)
+    chatting.widget(".alert").get_by_text("reconnecting…").wait_for(timeout=RECONNECTING_DEADLINE_MS)
+    for visitor in (chatting, idle):
+        visitor.context.set_offline(False)
+    chatting.widget(".alert").wait_for(state="hidden")
+    chatting.send("Hello after the network came back")
+    chatting.page.get_by_text("Scripted reply to: Hello after the network came back").wait_for()
+    assert session_requests == []  # a visitor who never opened the chat gets no session, online or not
