@@ -201,6 +201,7 @@
     streamOpen: false,
     streamOpenedAt: 0,
     streamWaiters: [],
+    streamGivenTime: null, // the stream the browser was reopening when connect() last waited for it
     // "up", or "lost" from the first request that found no server until connect() has everything back.
     connection: "up",
     lostAt: 0,
@@ -1153,13 +1154,16 @@
     });
   }
 
-  // A stream opened since the connection was lost is live; one the browser is reopening (with Last-Event-ID) is
-  // given the time to; anything else is replaced.
+  // A stream opened since the connection was lost is live. One the browser is reopening (it sends Last-Event-ID)
+  // is given STREAM_OPEN_WAIT_MS, once; anything else, or a reopening that did not finish in that time, is replaced.
   function streamConnected() {
     if (state.streamOpen && state.streamOpenedAt >= state.lostAt) {
       return Promise.resolve(true);
     }
-    if (state.stream?.readyState !== EventSource.CONNECTING) {
+    const reopening = state.stream?.readyState === EventSource.CONNECTING;
+    if (reopening && state.streamGivenTime !== state.stream) {
+      state.streamGivenTime = state.stream;
+    } else {
       connectStream();
     }
     return streamReady();
