@@ -8,42 +8,60 @@
  *
  *   window.memdeskSettings = {customerId, customerHash, name, email, locale, title, greeting};
  *
+ * Browser floor: the last two versions of Chrome, Edge, Firefox and Safari (desktop and mobile), and Safari 15 /
+ * iOS 15. The code is ES2021 (classes, async/await, optional chaining, ??, template literals) without what Safari 15
+ * lacks even where it is older than ES2021: no regex lookbehind (Safari 16.4), no Array.prototype.at, no
+ * structuredClone, no Object.hasOwn. tests/e2e/eslint.config.mjs checks this floor (`npm run lint` there).
+ *
  * Lifecycle: the script draws a launcher button inside a shadow root (the host page's styles never reach it).
  * Opening the panel starts a visitor session (POST /api/widget/sessions; the token is kept in localStorage, one per
  * site and customer, so a reload keeps the history), loads the latest open conversation and its messages, and
  * follows its server-sent events (message.created, message.delta, typing, conversation.status, resync).
  *
  * Resilience: every message and event carries an id. Messages are rendered once per id, so replays and reloads
- * never duplicate anything. The browser's EventSource reconnects by itself and sends Last-Event-ID; when it gives
- * up (an HTTP error) the widget reconnects with ?since=<last id>. After every (re)connection the messages after the
- * newest one shown are fetched, which closes any gap; a resync event reloads the whole list. Messages typed while
- * the server is unreachable wait in an outbox (kept in localStorage) and are sent in order, one at a time; after a
- * network failure the server's list is checked first, so a message that did arrive is never sent twice.
+ * never duplicate anything. Every failed request goes through one function, handleFailure, which tells a server
+ * that is unreachable (no answer, a timeout, 5xx) from a lost session (401), a lost conversation (404), the rate
+ * limit (429), a closed conversation (409) and a refused request (413, 422). An unreachable server marks the
+ * connection lost ("reconnecting…" in the panel) and connect() is retried with one backoff (backoffDelay) until
+ * the session, the history and the event stream are all back. While the panel is open on a visible page, a server
+ * that stops answering without closing the stream is noticed by a light request after a short silence. The
+ * browser's EventSource reconnects by itself and sends Last-Event-ID; when it gives up (an HTTP error) connect()
+ * reopens it with ?since=<last id>. After every (re)connection the messages after the newest one shown are fetched,
+ * which closes any gap; a resync event reloads the whole list. Messages typed while the connection is lost wait in
+ * an outbox (kept in localStorage) and are sent in order, one at a time; after a failure whose outcome is unknown
+ * the server's list is checked first, so a message that did arrive is never sent twice.
  *
  * Safety: customer text is only ever set with textContent. Bot and agent replies go through renderMarkdown, which
  * builds DOM nodes from a few Markdown constructs and never parses HTML; links must be http(s) or mailto.
  */
-(function () {
+(() => {
   "use strict";
 
   if (window.memdeskWidget) {
     return; // the tag was included twice
   }
 
-  var REQUEST_TIMEOUT_MS = 15000;
-  var STREAM_OPEN_WAIT_MS = 3000;
-  var RETRY_MIN_MS = 1000;
-  var RETRY_MAX_MS = 15000;
-  var DEFAULT_RETRY_AFTER_S = 10;
-  var NEAR_BOTTOM_PX = 80;
-  var INPUT_BORDER_PX = 2;
-  var MAX_INLINE_DEPTH = 4;
-  var STORAGE_PREFIX = "memdesk:v1:";
-  var SAFE_PROTOCOLS = ["http:", "https:", "mailto:"];
-  var STREAM_EVENTS = ["message.created", "message.delta", "typing", "conversation.status", "resync"];
-  var SVG_NS = "http://www.w3.org/2000/svg";
+  const REQUEST_TIMEOUT_MS = 15000;
+  const STREAM_OPEN_WAIT_MS = 3000;
+  // The event stream's keep-alive comments are invisible to EventSource, so while the panel is open on a visible
+  // page the widget asks the server for news itself after this much silence. A server that went away without
+  // closing the stream is then noticed within about LIVENESS_SILENCE_MS + LIVENESS_TICK_MS + LIVENESS_TIMEOUT_MS.
+  const LIVENESS_SILENCE_MS = 1500;
+  const LIVENESS_TICK_MS = 500;
+  const LIVENESS_TIMEOUT_MS = 1500;
+  const RETRY_MIN_MS = 1000;
+  const RETRY_MAX_MS = 15000;
+  const RETRY_JITTER = 0.2; // up to 20 % shorter, so widgets cut off together do not all return at once
+  const DEFAULT_RETRY_AFTER_S = 10;
+  const NEAR_BOTTOM_PX = 80;
+  const INPUT_BORDER_PX = 2;
+  const MAX_INLINE_DEPTH = 4;
+  const STORAGE_PREFIX = "memdesk:v1:";
+  const SAFE_PROTOCOLS = ["http:", "https:", "mailto:"];
+  const STREAM_EVENTS = ["message.created", "message.delta", "typing", "conversation.status", "resync"];
+  const SVG_NS = "http://www.w3.org/2000/svg";
 
-  var STRINGS = {
+  const STRINGS = {
     en: {
       title: "Chat with us",
       open: "Open chat",
@@ -67,7 +85,7 @@
       sending: "Sending…",
       queued: "Not sent yet: waiting for the connection.",
       held: "Not sent yet: waiting until you can send again.",
-      offline: "Can't reach the support server. Your messages will be sent as soon as the connection is back.",
+      offline: "Can't reach the support server; reconnecting… Your messages will be sent as soon as the connection is back.",
       reconnecting: "Connection lost; reconnecting…",
       rateLimited: "You are sending messages too quickly. Your message will be sent in {n} s.",
       notSent: "Your message was not sent: {detail}",
@@ -97,7 +115,7 @@
       sending: "Wird gesendet…",
       queued: "Noch nicht gesendet: warte auf die Verbindung.",
       held: "Noch nicht gesendet: warte, bis wieder gesendet werden kann.",
-      offline: "Der Support-Server ist nicht erreichbar. Ihre Nachrichten werden gesendet, sobald die Verbindung wieder steht.",
+      offline: "Der Support-Server ist nicht erreichbar; verbinde neu… Ihre Nachrichten werden gesendet, sobald die Verbindung wieder steht.",
       reconnecting: "Verbindung unterbrochen; verbinde neu…",
       rateLimited: "Sie senden zu schnell. Ihre Nachricht wird in {n} s gesendet.",
       notSent: "Ihre Nachricht wurde nicht gesendet: {detail}",
@@ -107,75 +125,73 @@
   };
 
   // --- configuration ------------------------------------------------------------------------------------------
-  var script = document.currentScript || document.querySelector("script[data-memdesk-site]");
-  var scriptSrc = script && script.src ? script.src : location.href;
-  var base = (script && script.getAttribute("data-memdesk-base")) ||
-    scriptSrc.replace(/\/widget\.js(?:[?#].*)?$/, "");
+  const script = document.currentScript ?? document.querySelector("script[data-memdesk-site]");
+  const scriptSrc = script?.src || location.href;
+  let base = script?.getAttribute("data-memdesk-base") || scriptSrc.replace(/\/widget\.js(?:[?#].*)?$/, "");
   if (base === scriptSrc) {
     base = new URL(scriptSrc).origin;
   }
   base = base.replace(/\/+$/, "");
-  var site = (script && script.getAttribute("data-memdesk-site")) || "default";
-  var settings = window.memdeskSettings && typeof window.memdeskSettings === "object" ? window.memdeskSettings : {};
-  var customerId = settings.customerId != null && settings.customerId !== "" ? String(settings.customerId) : null;
-  var locale = String(settings.locale || document.documentElement.lang || "en").toLowerCase().slice(0, 2);
-  var strings = STRINGS[locale] || STRINGS.en;
+  const site = script?.getAttribute("data-memdesk-site") || "default";
+  const settings = window.memdeskSettings && typeof window.memdeskSettings === "object" ? window.memdeskSettings : {};
+  const customerId = settings.customerId != null && settings.customerId !== "" ? String(settings.customerId) : null;
+  const locale = String(settings.locale || document.documentElement.lang || "en").toLowerCase().slice(0, 2);
+  const strings = STRINGS[locale] ?? STRINGS.en;
 
   function t(key, values) {
-    var text = strings[key] || STRINGS.en[key] || key;
-    return text.replace(/\{(\w+)\}/g, function (_, name) {
-      return values && values[name] != null ? String(values[name]) : "";
-    });
+    const text = strings[key] ?? STRINGS.en[key] ?? key;
+    return text.replace(/\{(\w+)\}/g, (_, name) => (values?.[name] != null ? String(values[name]) : ""));
   }
 
   // --- storage (one record per site and customer; memory only when localStorage is unavailable) ---------------
-  var storageKey = STORAGE_PREFIX + site + ":" + (customerId ? "customer:" + customerId : "guest");
-  var memoryStore = {};
+  const storageKey = `${STORAGE_PREFIX}${site}:${customerId ? `customer:${customerId}` : "guest"}`;
+  const memoryStore = new Map();
 
   function loadStored() {
-    var raw = null;
+    let raw = null;
     try {
       raw = window.localStorage.getItem(storageKey);
-    } catch (error) {
-      raw = memoryStore[storageKey] || null;
+    } catch {
+      raw = memoryStore.get(storageKey) ?? null;
     }
     try {
-      var value = raw ? JSON.parse(raw) : null;
+      const value = raw ? JSON.parse(raw) : null;
       return value && typeof value === "object" ? value : {};
-    } catch (error) {
+    } catch {
       return {};
     }
   }
 
   function saveStored() {
-    var record = {
+    const record = {
       token: state.token,
       hash: settings.customerHash || null,
       conversationId: state.conversationId,
       open: state.open,
-      outbox: state.outbox.map(function (item) {
-        return { localId: item.localId, text: item.text, afterId: item.afterId, state: item.state };
-      }),
+      outbox: state.outbox.map(({ localId, text, afterId, state: itemState }) => ({
+        localId, text, afterId, state: itemState,
+      })),
     };
-    var raw = JSON.stringify(record);
+    const raw = JSON.stringify(record);
     try {
       window.localStorage.setItem(storageKey, raw);
-    } catch (error) {
-      memoryStore[storageKey] = raw;
+    } catch {
+      memoryStore.set(storageKey, raw);
     }
   }
 
-  var stored = loadStored();
+  let stored = loadStored();
   if (customerId && stored.hash !== (settings.customerHash || null)) {
     stored = {}; // the shop vouches differently now: never reuse a token obtained with another proof
   }
 
-  var state = {
+  const state = {
     token: stored.token || null,
     conversationId: stored.conversationId || null,
     status: "bot",
-    open: !!stored.open,
+    open: Boolean(stored.open),
     started: null, // the promise of start(), once running
+    connecting: false, // connect() is running
     fatal: false, // identity refused: nothing more to try
     rendered: new Map(), // message id -> element
     claimed: new Set(), // server message ids that confirmed an outbox item
@@ -183,18 +199,23 @@
     lastEventId: null,
     stream: null,
     streamOpen: false,
+    streamOpenedAt: 0,
     streamWaiters: [],
-    reconnectTimer: null,
-    reconnectDelay: RETRY_MIN_MS,
+    streamGivenTime: null, // the stream the browser was reopening when connect() last waited for it
+    // "up", or "lost" from the first request that found no server until connect() has everything back.
+    connection: "up",
+    lostAt: 0,
+    lastContact: 0, // when the server was last heard from (a response or an event)
+    probing: false,
+    retryTimer: null,
+    retryAttempt: 0,
     // Restored messages are "uncertain": the server's list is checked before sending them, in case the attempt
     // before the reload arrived, or another tab of this site sent them meanwhile.
-    outbox: (Array.isArray(stored.outbox) ? stored.outbox : []).map(function (item) {
-      return { localId: item.localId, text: String(item.text), afterId: item.afterId || 0, state: "uncertain",
-        element: null };
-    }),
+    outbox: (Array.isArray(stored.outbox) ? stored.outbox : []).map((item) => ({
+      localId: item.localId, text: String(item.text), afterId: item.afterId || 0, state: "uncertain", element: null,
+    })),
     flushing: false,
     flushTimer: null,
-    flushDelay: RETRY_MIN_MS,
     blockedUntil: 0,
     countdownTimer: null,
     draft: null,
@@ -202,15 +223,15 @@
     typing: false,
     unread: 0,
     loaded: false,
+    stuckToBottom: true,
   };
 
   // --- DOM helpers --------------------------------------------------------------------------------------------
   function h(tag, attributes, children) {
-    var element = document.createElement(tag);
-    Object.keys(attributes || {}).forEach(function (name) {
-      var value = attributes[name];
+    const element = document.createElement(tag);
+    for (const [name, value] of Object.entries(attributes ?? {})) {
       if (value == null || value === false) {
-        return;
+        continue;
       }
       if (name === "text") {
         element.textContent = String(value);
@@ -219,93 +240,111 @@
       } else {
         element.setAttribute(name, value === true ? "" : String(value));
       }
-    });
-    (children || []).forEach(function (child) {
+    }
+    for (const child of children ?? []) {
       if (child != null) {
-        element.appendChild(typeof child === "string" ? document.createTextNode(child) : child);
+        element.append(child);
       }
-    });
+    }
     return element;
   }
 
   function icon(pathData) {
-    var svg = document.createElementNS(SVG_NS, "svg");
+    const svg = document.createElementNS(SVG_NS, "svg");
     svg.setAttribute("viewBox", "0 0 24 24");
     svg.setAttribute("aria-hidden", "true");
     svg.setAttribute("focusable", "false");
-    var path = document.createElementNS(SVG_NS, "path");
+    const path = document.createElementNS(SVG_NS, "path");
     path.setAttribute("d", pathData);
-    svg.appendChild(path);
+    svg.append(path);
     return svg;
   }
 
   // --- safe Markdown --------------------------------------------------------------------------------------------
   // Every piece of text becomes a text node; elements come only from this fixed list, attributes only from code.
-  var INLINE_PATTERN = [
+  const INLINE_PATTERN = [
     "(`+)([^`][\\s\\S]*?)\\1(?!`)", // 1, 2: inline code
     "!?\\[([^\\[\\]\\n]+)\\]\\(\\s*<?([^\\s()<>]+)>?\\s*\\)", // 3, 4: link (an image becomes a link)
     "\\*\\*(?=\\S)([\\s\\S]*?\\S)\\*\\*", // 5: bold
     "__(?=\\S)([\\s\\S]*?\\S)__", // 6: bold
     "\\*(?![\\s*])([^*\\n]*?[^\\s*])\\*", // 7: italics
-    "(?<![A-Za-z0-9_])_(?![\\s_])([^_\\n]*?[^\\s_])_(?![A-Za-z0-9_])", // 8: italics
+    "_(?![\\s_])([^_\\n]*?[^\\s_])_(?![A-Za-z0-9_])", // 8: italics, unless inside a word (see renderInline)
     "(https?:\\/\\/[^\\s<>\"'`]*[^\\s<>\"'`.,;:!?)\\]])", // 9: bare URL
   ].join("|");
+  const WORD_CHARACTER = /[A-Za-z0-9_]/;
 
   function safeUrl(raw) {
-    var url;
-    try {
-      url = new URL(raw); // relative URLs throw: a reply has no base to resolve them against
-    } catch (error) {
+    if (raw === undefined) {
       return null;
     }
-    return SAFE_PROTOCOLS.indexOf(url.protocol) >= 0 ? url.href : null;
+    let url;
+    try {
+      url = new URL(raw); // relative URLs throw: a reply has no base to resolve them against
+    } catch {
+      return null;
+    }
+    return SAFE_PROTOCOLS.includes(url.protocol) ? url.href : null;
   }
 
   function link(href) {
-    return h("a", { href: href, target: "_blank", rel: "noopener noreferrer" });
+    return h("a", { href, target: "_blank", rel: "noopener noreferrer" });
+  }
+
+  function appendText(parent, text) {
+    if (text) {
+      parent.append(text);
+    }
   }
 
   function renderInline(text, parent, depth, inLink) {
     if (depth > MAX_INLINE_DEPTH) {
-      parent.appendChild(document.createTextNode(text));
+      appendText(parent, text);
       return;
     }
-    var pattern = new RegExp(INLINE_PATTERN, "g");
-    var last = 0;
-    var match;
-    while ((match = pattern.exec(text)) !== null) {
-      if (match.index > last) {
-        parent.appendChild(document.createTextNode(text.slice(last, match.index)));
+    const pattern = new RegExp(INLINE_PATTERN, "g");
+    let last = 0;
+    for (let match = pattern.exec(text); match !== null; match = pattern.exec(text)) {
+      if (match[8] !== undefined && WORD_CHARACTER.test(text.charAt(match.index - 1))) {
+        // snake_case is not emphasis. Checked here rather than with a lookbehind, which Safari 15 cannot parse:
+        // the underscore stays text and the search goes on from the next character, as a lookbehind would.
+        pattern.lastIndex = match.index + 1;
+        continue;
       }
+      appendText(parent, text.slice(last, match.index));
       last = pattern.lastIndex;
-      var href = match[4] !== undefined ? safeUrl(match[4]) : match[9] !== undefined ? safeUrl(match[9]) : null;
-      if (match[2] !== undefined) {
-        parent.appendChild(h("code", { text: match[2] }));
-      } else if (match[3] !== undefined && href && !inLink) {
-        var anchor = link(href);
-        renderInline(match[3], anchor, depth + 1, true);
-        parent.appendChild(anchor);
-      } else if (match[9] !== undefined && href && !inLink) {
-        parent.appendChild(link(href)).textContent = match[9];
-      } else if (match[5] !== undefined || match[6] !== undefined) {
-        var strong = h("strong");
-        renderInline(match[5] !== undefined ? match[5] : match[6], strong, depth + 1, inLink);
-        parent.appendChild(strong);
-      } else if (match[7] !== undefined || match[8] !== undefined) {
-        var em = h("em");
-        renderInline(match[7] !== undefined ? match[7] : match[8], em, depth + 1, inLink);
-        parent.appendChild(em);
-      } else {
-        parent.appendChild(document.createTextNode(match[0])); // a refused link stays visible as plain text
-      }
+      parent.append(inlineNode(match, depth, inLink));
     }
-    if (last < text.length) {
-      parent.appendChild(document.createTextNode(text.slice(last)));
+    appendText(parent, text.slice(last));
+  }
+
+  function inlineNode(match, depth, inLink) {
+    const [whole, , code, label, target, bold, boldUnderscore, italic, italicUnderscore, bareUrl] = match;
+    if (code !== undefined) {
+      return h("code", { text: code });
     }
+    const href = safeUrl(target ?? bareUrl);
+    if (label !== undefined && href && !inLink) {
+      const anchor = link(href);
+      renderInline(label, anchor, depth + 1, true);
+      return anchor;
+    }
+    if (bareUrl !== undefined && href && !inLink) {
+      const anchor = link(href);
+      anchor.textContent = bareUrl;
+      return anchor;
+    }
+    const strongText = bold ?? boldUnderscore;
+    const emphasisText = italic ?? italicUnderscore;
+    if (strongText === undefined && emphasisText === undefined) {
+      return document.createTextNode(whole); // a refused link stays visible as plain text
+    }
+    const element = h(strongText !== undefined ? "strong" : "em");
+    renderInline(strongText ?? emphasisText, element, depth + 1, inLink);
+    return element;
   }
 
   function listItem(line) {
-    var match = /^\s{0,3}[-*+]\s+(.*)$/.exec(line);
+    let match = /^\s{0,3}[-*+]\s+(.*)$/.exec(line);
     if (match) {
       return { ordered: false, text: match[1] };
     }
@@ -317,187 +356,206 @@
     return /^\s*```/.test(line);
   }
 
+  // Each block reader takes the lines and the index of its first line, and returns [element, index after it].
+  function readFence(lines, index) {
+    const code = [];
+    let next = index + 1;
+    while (next < lines.length && !isFence(lines[next])) {
+      code.push(lines[next]);
+      next += 1;
+    }
+    return [h("pre", null, [h("code", { text: code.join("\n") })]), next + 1];
+  }
+
+  function readList(lines, index, first) {
+    const list = h(first.ordered ? "ol" : "ul", first.ordered && first.start !== 1 ? { start: first.start } : null);
+    let item = null;
+    let next = index;
+    while (next < lines.length) {
+      const entry = listItem(lines[next]);
+      if (entry && entry.ordered === first.ordered) {
+        item = h("li");
+        renderInline(entry.text, item, 0, false);
+        list.append(item);
+      } else if (!entry && item && /^\s+\S/.test(lines[next])) {
+        item.append(h("br"));
+        renderInline(lines[next].trim(), item, 0, false);
+      } else {
+        break;
+      }
+      next += 1;
+    }
+    return [list, next];
+  }
+
+  function readParagraph(lines, index) {
+    const paragraph = h("p");
+    let next = index;
+    while (next < lines.length && lines[next].trim() && !listItem(lines[next]) && !isFence(lines[next])) {
+      if (next > index) {
+        paragraph.append(h("br"));
+      }
+      renderInline(lines[next].trim(), paragraph, 0, false);
+      next += 1;
+    }
+    return [paragraph, next];
+  }
+
+  function readBlock(lines, index) {
+    const line = lines[index];
+    if (isFence(line)) {
+      return readFence(lines, index);
+    }
+    const heading = /^\s{0,3}#{1,6}\s+(.*)$/.exec(line);
+    if (heading) {
+      const strong = h("strong");
+      renderInline(heading[1].replace(/\s#+\s*$/, ""), strong, 0, false);
+      return [h("p", null, [strong]), index + 1];
+    }
+    const first = listItem(line);
+    return first ? readList(lines, index, first) : readParagraph(lines, index);
+  }
+
   function renderMarkdown(source) {
-    var fragment = document.createDocumentFragment();
-    var lines = String(source == null ? "" : source).replace(/\r\n?/g, "\n").split("\n");
-    var index = 0;
+    const fragment = document.createDocumentFragment();
+    const lines = String(source ?? "").replace(/\r\n?/g, "\n").split("\n");
+    let index = 0;
     while (index < lines.length) {
-      var line = lines[index];
-      if (!line.trim()) {
+      if (!lines[index].trim()) {
         index += 1;
         continue;
       }
-      if (isFence(line)) {
-        var code = [];
-        index += 1;
-        while (index < lines.length && !isFence(lines[index])) {
-          code.push(lines[index]);
-          index += 1;
-        }
-        index += 1;
-        fragment.appendChild(h("pre", null, [h("code", { text: code.join("\n") })]));
-        continue;
-      }
-      var heading = /^\s{0,3}#{1,6}\s+(.*)$/.exec(line);
-      if (heading) {
-        var strong = h("strong");
-        renderInline(heading[1].replace(/\s#+\s*$/, ""), strong, 0, false);
-        fragment.appendChild(h("p", null, [strong]));
-        index += 1;
-        continue;
-      }
-      var first = listItem(line);
-      if (first) {
-        var list = h(first.ordered ? "ol" : "ul", first.ordered && first.start !== 1 ? { start: first.start } : null);
-        var item = null;
-        while (index < lines.length) {
-          var next = listItem(lines[index]);
-          if (next && next.ordered === first.ordered) {
-            item = h("li");
-            renderInline(next.text, item, 0, false);
-            list.appendChild(item);
-          } else if (!next && item && /^\s+\S/.test(lines[index])) {
-            item.appendChild(h("br"));
-            renderInline(lines[index].trim(), item, 0, false);
-          } else {
-            break;
-          }
-          index += 1;
-        }
-        fragment.appendChild(list);
-        continue;
-      }
-      var paragraph = h("p");
-      var lineCount = 0;
-      while (index < lines.length && lines[index].trim() && !listItem(lines[index]) && !isFence(lines[index])) {
-        if (lineCount > 0) {
-          paragraph.appendChild(h("br"));
-        }
-        renderInline(lines[index].trim(), paragraph, 0, false);
-        lineCount += 1;
-        index += 1;
-      }
-      fragment.appendChild(paragraph);
+      const [element, next] = readBlock(lines, index);
+      fragment.append(element);
+      index = next;
     }
     return fragment;
   }
 
   // --- HTTP -----------------------------------------------------------------------------------------------------
-  function ApiError(kind, status, detail, retryAfter) {
-    this.kind = kind; // "network" (no answer, or a timeout) or "http"
-    this.status = status;
-    this.detail = detail;
-    this.retryAfter = retryAfter;
+  class ApiError extends Error {
+    constructor(kind, status, detail, { retryAfter = 0, authenticated = false } = {}) {
+      super(detail);
+      this.name = "ApiError";
+      this.kind = kind; // "network" (no answer, or a timeout) or "http"
+      this.status = status;
+      this.detail = detail;
+      this.retryAfter = retryAfter;
+      this.authenticated = authenticated; // the request carried the visitor token
+    }
   }
 
   function retryAfterSeconds(response, detail) {
-    var header = parseInt(response.headers.get("Retry-After") || "", 10);
+    const header = parseInt(response.headers.get("Retry-After") ?? "", 10);
     if (header > 0) {
       return header;
     }
-    var inText = /(\d+)\s*second/.exec(detail || ""); // Retry-After is not readable cross-origin without CORS
+    const inText = /(\d+)\s*second/.exec(detail ?? ""); // Retry-After is not readable cross-origin without CORS
     return inText ? parseInt(inText[1], 10) : DEFAULT_RETRY_AFTER_S;
   }
 
-  async function api(method, path, body, options) {
-    var headers = { Accept: "application/json" };
+  async function api(method, path, { body, anonymous = false, timeoutMs = REQUEST_TIMEOUT_MS } = {}) {
+    const authenticated = Boolean(state.token) && !anonymous;
+    const headers = { Accept: "application/json" };
     if (body !== undefined) {
       headers["Content-Type"] = "application/json";
     }
-    if (state.token && !(options && options.anonymous)) {
-      headers.Authorization = "Bearer " + state.token;
+    if (authenticated) {
+      headers.Authorization = `Bearer ${state.token}`;
     }
-    var controller = new AbortController();
-    var timer = setTimeout(function () {
-      controller.abort();
-    }, REQUEST_TIMEOUT_MS);
-    var response;
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), timeoutMs); // covers the body too, not only the headers
+    let response;
+    let text;
     try {
       response = await fetch(base + path, {
-        method: method,
-        headers: headers,
+        method,
+        headers,
         body: body === undefined ? undefined : JSON.stringify(body),
         signal: controller.signal,
         credentials: "omit",
         cache: "no-store",
       });
-    } catch (error) {
-      throw new ApiError("network", 0, t("offline"), 0);
+      text = await response.text();
+    } catch {
+      throw new ApiError("network", 0, t("offline"), { authenticated }); // no answer, a timeout, a cut body
     } finally {
       clearTimeout(timer);
     }
-    var data = null;
+    state.lastContact = Date.now();
+    let data = null;
     try {
-      data = await response.json();
-    } catch (error) {
-      data = null;
+      data = text ? JSON.parse(text) : null;
+    } catch {
+      data = null; // an error page from a proxy in between: the status says enough
     }
     if (!response.ok) {
-      var detail = data && typeof data.detail === "string" ? data.detail : "HTTP " + response.status;
-      throw new ApiError("http", response.status, detail, retryAfterSeconds(response, detail));
+      const detail = typeof data?.detail === "string" ? data.detail : `HTTP ${response.status}`;
+      throw new ApiError("http", response.status, detail, {
+        retryAfter: retryAfterSeconds(response, detail), authenticated,
+      });
     }
     return data;
   }
 
-  function isTransient(error) {
-    return error.kind === "network" || error.status >= 500 || error.status === 408;
+  function conversationPath() {
+    return `/api/widget/conversations/${encodeURIComponent(state.conversationId)}`;
   }
 
   // --- the interface --------------------------------------------------------------------------------------------
-  var host = h("div", { id: "memdesk-widget", "data-memdesk-site": site });
+  const host = h("div", { id: "memdesk-widget", "data-memdesk-site": site });
   host.style.display = "none"; // until the stylesheet has loaded: no unstyled flash
-  var root = host.attachShadow({ mode: "open" });
-  var stylesheet = h("link", { rel: "stylesheet", href: base + "/widget.css" });
-  stylesheet.addEventListener("load", function () {
+  const root = host.attachShadow({ mode: "open" });
+  const stylesheet = h("link", { rel: "stylesheet", href: `${base}/widget.css` });
+  const showHost = () => {
     host.style.display = "";
-  });
-  stylesheet.addEventListener("error", function () {
-    host.style.display = "";
-  });
+  };
+  stylesheet.addEventListener("load", showHost);
+  stylesheet.addEventListener("error", showHost);
 
-  var title = settings.title ? String(settings.title) : t("title");
-  var launcher = h("button", { type: "button", class: "launcher", "aria-expanded": "false",
+  const title = settings.title ? String(settings.title) : t("title");
+  const launcher = h("button", { type: "button", class: "launcher", "aria-expanded": "false",
     "aria-controls": "memdesk-panel", "aria-label": t("open") }, [
     icon("M4 4h16a2 2 0 0 1 2 2v10a2 2 0 0 1-2 2H8l-4 4V6a2 2 0 0 1 2-2z"),
   ]);
-  var badge = h("span", { class: "badge", hidden: true, "aria-hidden": "true" });
-  launcher.appendChild(badge);
+  const badge = h("span", { class: "badge", hidden: true, "aria-hidden": "true" });
+  launcher.append(badge);
 
-  var closeButton = h("button", { type: "button", class: "close", "aria-label": t("close") }, [
+  const closeButton = h("button", { type: "button", class: "close", "aria-label": t("close") }, [
     icon("M6.4 5 5 6.4 10.6 12 5 17.6 6.4 19 12 13.4 17.6 19 19 17.6 13.4 12 19 6.4 17.6 5 12 10.6z"),
   ]);
-  var subtitle = h("p", { class: "subtitle", hidden: true });
+  const subtitle = h("p", { class: "subtitle", hidden: true });
   if (customerId && settings.name) {
     subtitle.textContent = t("signedIn", { name: settings.name });
     subtitle.hidden = false;
   }
-  var banner = h("p", { class: "banner", role: "status", hidden: true });
-  var newConversationButton = h("button", { type: "button", class: "link-button", hidden: true,
+  const banner = h("p", { class: "banner", role: "status", hidden: true });
+  const newConversationButton = h("button", { type: "button", class: "link-button", hidden: true,
     text: t("newConversation") });
-  var greeting = h("p", { class: "greeting", text: settings.greeting ? String(settings.greeting) : t("greeting") });
-  var log = h("ol", { class: "log", role: "log", "aria-live": "polite", "aria-relevant": "additions",
+  const greeting = h("p", { class: "greeting", text: settings.greeting ? String(settings.greeting) : t("greeting") });
+  const log = h("ol", { class: "log", role: "log", "aria-live": "polite", "aria-relevant": "additions",
     "aria-label": title });
-  var typingIndicator = h("div", { class: "typing", role: "status", hidden: true }, [
+  const typingIndicator = h("div", { class: "typing", role: "status", hidden: true }, [
     h("span", { class: "dot", "aria-hidden": "true" }), h("span", { class: "dot", "aria-hidden": "true" }),
     h("span", { class: "dot", "aria-hidden": "true" }), h("span", { class: "sr-only", text: t("typing") }),
   ]);
-  var draftSlot = h("div", { class: "draft-slot" });
-  var pendingList = h("ol", { class: "pending", "aria-label": t("sending") });
-  var scroller = h("div", { class: "scroller", tabindex: "0" }, [
+  const draftSlot = h("div", { class: "draft-slot" });
+  const pendingList = h("ol", { class: "pending", "aria-label": t("sending") });
+  const scroller = h("div", { class: "scroller", tabindex: "0" }, [
     greeting, log, draftSlot, typingIndicator, pendingList,
   ]);
-  var alertBox = h("div", { class: "alert", role: "alert", hidden: true });
-  var input = h("textarea", { id: "memdesk-input", rows: "1", placeholder: t("placeholder"), autocomplete: "off",
+  const alertBox = h("div", { class: "alert", role: "alert", hidden: true });
+  const input = h("textarea", { id: "memdesk-input", rows: "1", placeholder: t("placeholder"), autocomplete: "off",
     "aria-describedby": "memdesk-hint" });
-  var sendButton = h("button", { type: "submit", class: "send", "aria-label": t("send") }, [
+  const sendButton = h("button", { type: "submit", class: "send", "aria-label": t("send") }, [
     icon("M3 20.5 21 12 3 3.5 3 10l12 2-12 2z"),
   ]);
-  var form = h("form", { class: "composer", novalidate: true }, [
+  const form = h("form", { class: "composer", novalidate: true }, [
     h("label", { for: "memdesk-input", class: "sr-only", text: t("inputLabel") }),
     input, sendButton,
     h("span", { id: "memdesk-hint", class: "sr-only", text: t("hint") }),
   ]);
-  var panel = h("section", { id: "memdesk-panel", class: "panel", role: "dialog", "aria-modal": "false",
+  const panel = h("section", { id: "memdesk-panel", class: "panel", role: "dialog", "aria-modal": "false",
     "aria-labelledby": "memdesk-title", hidden: true, lang: strings === STRINGS.en ? "en" : locale }, [
     h("header", { class: "header" }, [
       h("div", { class: "heading" }, [h("h2", { id: "memdesk-title", text: title }), subtitle]),
@@ -506,12 +564,11 @@
     h("div", { class: "notices" }, [banner, newConversationButton]),
     scroller, alertBox, form,
   ]);
-  root.appendChild(stylesheet);
-  root.appendChild(h("div", { class: "widget" }, [panel, launcher]));
+  root.append(stylesheet, h("div", { class: "widget" }, [panel, launcher]));
 
   function fitInput() {
     input.style.height = ""; // grows with its text up to the stylesheet's max-height, then scrolls
-    input.style.height = input.scrollHeight + INPUT_BORDER_PX + "px";
+    input.style.height = `${input.scrollHeight + INPUT_BORDER_PX}px`;
   }
 
   function nearBottom() {
@@ -524,17 +581,24 @@
     }
   }
 
-  var alertState = { kind: null };
+  // When the message area shrinks (an alert or a banner appears, the input grows, a phone's keyboard opens), a
+  // reader who was at the newest message stays there: nothing new slides under the alert out of sight.
+  scroller.addEventListener("scroll", () => {
+    state.stuckToBottom = nearBottom();
+  }, { passive: true });
+  new ResizeObserver(() => keepScrolled(state.stuckToBottom)).observe(scroller);
+
+  let alertKind = null;
 
   function showAlert(kind, text) {
-    alertState.kind = kind;
+    alertKind = kind;
     alertBox.textContent = text;
     alertBox.hidden = false;
   }
 
   function clearAlert(kinds) {
-    if (alertState.kind && (!kinds || kinds.indexOf(alertState.kind) >= 0)) {
-      alertState.kind = null;
+    if (alertKind && (!kinds || kinds.includes(alertKind))) {
+      alertKind = null;
       alertBox.hidden = true;
       alertBox.textContent = "";
     }
@@ -542,59 +606,60 @@
 
   function updateLauncher() {
     launcher.setAttribute("aria-expanded", state.open ? "true" : "false");
-    var label = state.open ? t("close") : state.unread ? t("openUnread", { n: state.unread }) : t("open");
+    const label = state.open ? t("close") : state.unread ? t("openUnread", { n: state.unread }) : t("open");
     launcher.setAttribute("aria-label", label);
     badge.textContent = state.unread ? String(state.unread) : "";
     badge.hidden = !state.unread || state.open;
   }
 
   function setComposerEnabled() {
-    var enabled = !state.fatal && state.status !== "closed";
+    const enabled = !state.fatal && state.status !== "closed";
     input.disabled = !enabled;
     sendButton.disabled = !enabled;
   }
 
   function setStatus(status) {
     state.status = status || "bot";
-    var text = { needs_human: t("needsHuman"), human: t("human"), closed: t("closed") }[state.status];
-    banner.textContent = text || "";
+    const text = { needs_human: t("needsHuman"), human: t("human"), closed: t("closed") }[state.status];
+    banner.textContent = text ?? "";
     banner.hidden = !text;
-    banner.className = "banner banner--" + state.status;
+    banner.className = `banner banner--${state.status}`;
     newConversationButton.hidden = state.status !== "closed";
     setComposerEnabled();
   }
 
   // --- messages -------------------------------------------------------------------------------------------------
   function parseTime(value) {
-    var text = String(value || "");
+    let text = String(value ?? "");
     if (text && !/(Z|[+-]\d\d:?\d\d)$/.test(text)) {
       text += "Z"; // the server stores UTC
     }
-    var date = new Date(text);
-    return isNaN(date.getTime()) ? null : date;
+    const date = new Date(text);
+    return Number.isNaN(date.getTime()) ? null : date;
+  }
+
+  function authorKind(message) {
+    return ["customer", "agent", "bot"].includes(message.author) ? message.author : "system";
   }
 
   function authorLabel(message) {
-    if (message.author === "customer") {
-      return t("you");
+    const kind = authorKind(message);
+    if (kind === "agent") {
+      return message.agent_name ? `${message.agent_name} · ${t("agent")}` : t("agent");
     }
-    if (message.author === "agent") {
-      return message.agent_name ? message.agent_name + " · " + t("agent") : t("agent");
-    }
-    return message.author === "bot" ? t("bot") : t("system");
+    return { customer: t("you"), bot: t("bot"), system: t("system") }[kind];
   }
 
   function messageElement(message) {
-    var kind = message.author === "customer" ? "customer" : message.author === "agent" ? "agent" :
-      message.author === "bot" ? "bot" : "system";
-    var body = h("div", { class: "body" });
+    const kind = authorKind(message);
+    const body = h("div", { class: "body" });
     if (kind === "customer" || kind === "system") {
       body.textContent = message.content; // the customer's own text is never interpreted
     } else {
-      body.appendChild(renderMarkdown(message.content));
+      body.append(renderMarkdown(message.content));
     }
-    var when = parseTime(message.created_at);
-    return h("li", { class: "msg msg--" + kind, "data-id": message.id }, [
+    const when = parseTime(message.created_at);
+    return h("li", { class: `msg msg--${kind}`, "data-id": message.id }, [
       h("span", { class: kind === "customer" ? "author sr-only" : "author", text: authorLabel(message) }),
       body,
       when ? h("time", { class: "time", datetime: when.toISOString(),
@@ -603,8 +668,8 @@
   }
 
   function isVisible(message) {
-    return message && typeof message.id === "number" && !message.private &&
-      (message.role === "user" || message.role === "assistant") && String(message.content || "").trim() !== "";
+    return typeof message?.id === "number" && !message.private &&
+      (message.role === "user" || message.role === "assistant") && String(message.content ?? "").trim() !== "";
   }
 
   function addMessage(message) {
@@ -614,15 +679,13 @@
     if (message.author === "customer") {
       confirmOutbox(message);
     }
-    var wasNearBottom = nearBottom();
-    var element = messageElement(message);
+    const wasNearBottom = nearBottom();
+    const element = messageElement(message);
     state.rendered.set(message.id, element);
-    var before = null;
+    let before = null;
     if (message.id < state.maxId) { // a gap being filled: keep id order
-      var ids = Array.from(state.rendered.keys()).filter(function (id) {
-        return id > message.id;
-      });
-      before = ids.length ? state.rendered.get(Math.min.apply(null, ids)) : null;
+      const later = Array.from(state.rendered.keys()).filter((id) => id > message.id);
+      before = later.length ? state.rendered.get(Math.min(...later)) : null;
     }
     log.insertBefore(element, before);
     state.maxId = Math.max(state.maxId, message.id);
@@ -642,13 +705,13 @@
   }
 
   function appendDraft(text) {
-    var wasNearBottom = nearBottom();
-    state.draftText += String(text || "");
+    const wasNearBottom = nearBottom();
+    state.draftText += String(text ?? "");
     if (!state.draft) {
       state.draft = h("div", { class: "msg msg--bot msg--draft", "aria-hidden": "true" }, [
         h("span", { class: "author", text: t("bot") }), h("div", { class: "body" }),
       ]);
-      draftSlot.appendChild(state.draft);
+      draftSlot.append(state.draft);
     }
     state.draft.lastChild.replaceChildren(renderMarkdown(state.draftText));
     typingIndicator.hidden = true;
@@ -656,51 +719,47 @@
   }
 
   function clearDraft() {
-    if (state.draft) {
-      state.draft.remove();
-    }
+    state.draft?.remove();
     state.draft = null;
     state.draftText = "";
     typingIndicator.hidden = !state.typing;
   }
 
   function setTyping(on) {
-    var wasNearBottom = nearBottom();
+    const wasNearBottom = nearBottom();
     state.typing = on;
     if (!on) {
       clearDraft();
     }
-    typingIndicator.hidden = !on || !!state.draft;
+    typingIndicator.hidden = !on || Boolean(state.draft);
     keepScrolled(wasNearBottom);
   }
 
   // --- outbox: messages wait here until the server has them -----------------------------------------------------
   function renderPending(item) {
-    if (state.outbox.indexOf(item) < 0) {
+    if (!state.outbox.includes(item)) {
       return; // already confirmed by the server
     }
-    var text = item.state === "sending" ? t("sending") : state.blockedUntil > Date.now() ? t("held") : t("queued");
+    const text = item.state === "sending" ? t("sending") : state.blockedUntil > Date.now() ? t("held") : t("queued");
     if (!item.element) {
       item.element = h("li", { class: "msg msg--customer msg--pending", "data-local-id": item.localId }, [
         h("span", { class: "author sr-only", text: t("you") }),
         h("div", { class: "body", text: item.text }),
         h("span", { class: "pending-state" }),
       ]);
-      pendingList.appendChild(item.element);
+      pendingList.append(item.element);
     }
     item.element.lastChild.textContent = text;
     item.element.classList.toggle("msg--waiting", item.state !== "sending");
   }
 
   function dropFromOutbox(item) {
-    var position = state.outbox.indexOf(item);
+    const position = state.outbox.indexOf(item);
     if (position >= 0) {
       state.outbox.splice(position, 1);
     }
-    if (item.element) {
-      item.element.remove();
-      item.element = null;
-    }
+    item.element?.remove();
+    item.element = null;
     saveStored();
   }
 
@@ -709,10 +768,9 @@
     if (state.claimed.has(message.id)) {
       return;
     }
-    var text = String(message.content).trim();
-    var match = state.outbox.find(function (item) {
-      return item.state !== "queued" && item.text.trim() === text && message.id > item.afterId;
-    });
+    const text = String(message.content).trim();
+    const match = state.outbox.find((item) => item.state !== "queued" && item.text.trim() === text &&
+      message.id > item.afterId);
     if (match) {
       state.claimed.add(message.id);
       dropFromOutbox(match);
@@ -720,7 +778,7 @@
   }
 
   function queueMessage(text) {
-    var item = { localId: Date.now().toString(36) + Math.random().toString(36).slice(2, 8), text: text,
+    const item = { localId: Date.now().toString(36) + Math.random().toString(36).slice(2, 8), text,
       afterId: state.maxId, state: "queued", element: null };
     state.outbox.push(item);
     saveStored();
@@ -736,8 +794,8 @@
 
   function showRateLimitCountdown() {
     clearInterval(state.countdownTimer);
-    var tick = function () {
-      var left = Math.ceil((state.blockedUntil - Date.now()) / 1000);
+    const tick = () => {
+      const left = Math.ceil((state.blockedUntil - Date.now()) / 1000);
       if (left <= 0 || !state.outbox.length) {
         clearInterval(state.countdownTimer);
         clearAlert(["rate"]);
@@ -753,88 +811,211 @@
     if (state.flushing || state.fatal || !state.outbox.length) {
       return;
     }
-    var wait = state.blockedUntil - Date.now();
+    if (state.connection === "lost") {
+      showConnectionAlert(); // connect() sends them once the server is back
+      return;
+    }
+    const wait = state.blockedUntil - Date.now();
     if (wait > 0) {
       scheduleFlush(wait);
       return;
     }
     state.flushing = true;
-    var sessionRenewed = false;
     try {
-      while (state.outbox.length && !state.fatal && state.status !== "closed") {
-        var item = state.outbox[0];
+      while (state.outbox.length && !state.fatal && state.status !== "closed" && state.connection === "up") {
+        const item = state.outbox[0];
         try {
-          await start();
+          await sendFirst(item);
         } catch (error) {
-          return; // start() reports its own failure and tries again later
-        }
-        try {
-          if (item.state === "uncertain") {
-            await fillGap(); // did the lost attempt arrive after all? then confirmOutbox has dropped it
-            if (state.outbox[0] !== item) {
-              continue;
-            }
-          }
-          await ensureConversation(true);
-          item.state = "sending";
-          renderPending(item);
-          saveStored();
-          var message = await api("POST", "/api/widget/conversations/" + state.conversationId + "/messages",
-            { content: item.text });
-          state.claimed.add(message.id);
-          dropFromOutbox(item);
-          addMessage(message);
-          state.flushDelay = RETRY_MIN_MS;
-          clearAlert(["offline", "send"]);
-        } catch (error) {
-          if (!(error instanceof ApiError)) {
-            throw error;
-          }
-          if (state.outbox.indexOf(item) < 0) {
-            continue; // the answer was lost, but the message arrived: its event already confirmed it
-          }
-          if (isTransient(error)) {
-            item.state = item.state === "sending" ? "uncertain" : item.state;
-            renderPending(item);
-            saveStored();
-            showAlert("offline", t("offline"));
-            scheduleFlush(state.flushDelay);
-            state.flushDelay = Math.min(state.flushDelay * 2, RETRY_MAX_MS);
+          if (!sendFailed(item, error)) {
             return;
           }
-          if (error.status === 429) {
-            item.state = "queued";
-            state.blockedUntil = Date.now() + error.retryAfter * 1000;
-            renderPending(item);
-            showRateLimitCountdown();
-            scheduleFlush(error.retryAfter * 1000);
-            return;
-          }
-          if (error.status === 401 && !sessionRenewed) {
-            sessionRenewed = true; // the token expired or the server's key changed: one new session
-            forgetSession();
-            continue;
-          }
-          if (error.status === 404 && !sessionRenewed) {
-            sessionRenewed = true;
-            forgetConversation();
-            continue;
-          }
-          if (error.status === 409) {
-            setStatus("closed");
-            return;
-          }
-          // 413, 422 and other refusals: the message cannot be sent as it is; give it back for editing.
-          dropFromOutbox(item);
-          if (!input.value.trim()) {
-            input.value = item.text;
-            fitInput();
-          }
-          showAlert("send", t("notSent", { detail: error.detail }));
         }
       }
     } finally {
       state.flushing = false;
+    }
+  }
+
+  async function sendFirst(item) {
+    await start();
+    if (item.state === "uncertain") {
+      await fillGap(); // did the lost attempt arrive after all? then confirmOutbox has dropped it
+      if (state.outbox[0] !== item) {
+        return;
+      }
+    }
+    await ensureConversation(true);
+    item.state = "sending";
+    renderPending(item);
+    saveStored();
+    const message = await api("POST", `${conversationPath()}/messages`, { body: { content: item.text } });
+    state.claimed.add(message.id);
+    dropFromOutbox(item);
+    addMessage(message);
+    state.retryAttempt = 0;
+    clearAlert(["send"]);
+  }
+
+  // After a failed send: true to go on with the next message, false to stop until something calls flushOutbox.
+  function sendFailed(item, error) {
+    if (!state.outbox.includes(item)) {
+      return true; // the answer was lost, but the message arrived: its event already confirmed it
+    }
+    const outcome = handleFailure(error);
+    if (item.state === "sending") {
+      item.state = outcome === "unreachable" ? "uncertain" : "queued"; // only then may it have arrived
+    }
+    if (outcome !== "refused") {
+      renderPending(item);
+      saveStored();
+      return false;
+    }
+    dropFromOutbox(item); // 413, 422 and other refusals: it cannot be sent as it is; give it back for editing
+    if (!input.value.trim()) {
+      input.value = item.text;
+      fitInput();
+    }
+    showAlert("send", t("notSent", { detail: error.detail }));
+    return true;
+  }
+
+  // --- failures and reconnection: the one path ------------------------------------------------------------------
+  function failureKind(error) {
+    if (error.kind === "network" || error.status >= 500 || error.status === 408) {
+      return "unreachable";
+    }
+    if (error.status === 401) {
+      // Refused while asking for a session: the shop's proof of identity is wrong. Retrying cannot help, and
+      // falling back to a guest would let the customer believe they are signed in.
+      return error.authenticated ? "session" : customerId ? "identity" : "refused";
+    }
+    return { 404: "conversation", 409: "closed", 429: "rateLimited" }[error.status] ?? "refused";
+  }
+
+  // Acts on a failed request and says what it was; the caller handles "refused" (the request itself was refused,
+  // e.g. 413 or 422), everything else is handled here.
+  function handleFailure(error) {
+    if (!(error instanceof ApiError)) {
+      throw error;
+    }
+    const kind = failureKind(error);
+    if (kind === "unreachable") {
+      connectionLost();
+    } else if (kind === "session") {
+      forgetSession(); // the token expired, or the server's key changed: a new session
+      scheduleConnect();
+    } else if (kind === "conversation") {
+      forgetConversation(); // erased, or not this customer's any more
+      scheduleConnect();
+    } else if (kind === "identity") {
+      refuseIdentity(error);
+    } else if (kind === "closed") {
+      setStatus("closed");
+    } else if (kind === "rateLimited") {
+      state.blockedUntil = Date.now() + error.retryAfter * 1000;
+      state.outbox.forEach(renderPending);
+      showRateLimitCountdown();
+      scheduleFlush(error.retryAfter * 1000);
+    }
+    return kind;
+  }
+
+  function reportFailure(error) {
+    if (handleFailure(error) === "refused") {
+      showAlert("unavailable", t("unavailable", { detail: error.detail }));
+    }
+  }
+
+  // The one backoff: doubling from RETRY_MIN_MS up to RETRY_MAX_MS, with jitter.
+  function backoffDelay(attempt) {
+    const delay = Math.min(RETRY_MIN_MS * 2 ** attempt, RETRY_MAX_MS);
+    return Math.round(delay * (1 - RETRY_JITTER * Math.random()));
+  }
+
+  function scheduleConnect() {
+    if (state.retryTimer !== null || state.fatal) {
+      return; // one retry at a time
+    }
+    state.retryTimer = setTimeout(() => {
+      state.retryTimer = null;
+      connect();
+    }, backoffDelay(state.retryAttempt));
+    state.retryAttempt += 1;
+  }
+
+  function showConnectionAlert() {
+    if (state.connection === "lost") {
+      showAlert(state.outbox.length ? "offline" : "reconnecting", t(state.outbox.length ? "offline" : "reconnecting"));
+    }
+  }
+
+  function connectionLost() {
+    if (state.connection !== "lost") {
+      state.connection = "lost";
+      state.lostAt = Date.now();
+      panel.setAttribute("data-connection", "lost");
+    }
+    showConnectionAlert();
+    scheduleConnect();
+  }
+
+  function connectionRestored() {
+    clearTimeout(state.retryTimer);
+    state.retryTimer = null;
+    if (state.connection === "lost") {
+      state.connection = "up";
+      state.retryAttempt = 0;
+      panel.removeAttribute("data-connection");
+    }
+    clearAlert(["offline", "reconnecting"]);
+    flushOutbox();
+  }
+
+  function refuseIdentity(error) {
+    state.fatal = true;
+    clearTimeout(state.retryTimer);
+    subtitle.hidden = true;
+    setComposerEnabled();
+    showAlert("identity", t("identity", { detail: error.detail }));
+  }
+
+  // Session, conversation and history, then the event stream; when all are there, the outbox is sent.
+  async function connect() {
+    if (state.connecting || state.fatal) {
+      return;
+    }
+    state.connecting = true;
+    try {
+      await start();
+      await probeServer(REQUEST_TIMEOUT_MS); // start() may have nothing left to ask
+      if (state.conversationId && !(await streamConnected())) {
+        throw new ApiError("network", 0, t("offline"));
+      }
+      connectionRestored();
+    } catch (error) {
+      reportFailure(error);
+    } finally {
+      state.connecting = false;
+    }
+  }
+
+  // A server that stops answering without closing the stream shows nothing by itself: ask it for news after a
+  // silence, while someone is looking, even when other requests are still waiting for their (longer) timeout. A
+  // lost connection is connect()'s to retry.
+  async function checkLiveness() {
+    const watched = state.open && !document.hidden && state.token && !state.fatal;
+    const silent = Date.now() - state.lastContact >= LIVENESS_SILENCE_MS;
+    if (!watched || !silent || state.probing || state.connection !== "up") {
+      return;
+    }
+    state.probing = true;
+    try {
+      await probeServer(LIVENESS_TIMEOUT_MS);
+    } catch (error) {
+      reportFailure(error);
+    } finally {
+      state.probing = false;
     }
   }
 
@@ -851,6 +1032,7 @@
     state.conversationId = null;
     state.lastEventId = null;
     state.loaded = false;
+    state.started = null;
     clearMessages();
     setStatus("bot");
     saveStored();
@@ -860,7 +1042,7 @@
     if (state.token) {
       return;
     }
-    var body = {};
+    const body = {};
     if (customerId) {
       body.external_id = customerId;
       body.identity_hmac = settings.customerHash ? String(settings.customerHash) : null;
@@ -871,7 +1053,7 @@
     if (settings.email) {
       body.email = String(settings.email);
     }
-    var session = await api("POST", "/api/widget/sessions", body, { anonymous: true });
+    const session = await api("POST", "/api/widget/sessions", { body, anonymous: true });
     state.token = session.token;
     saveStored();
   }
@@ -882,14 +1064,11 @@
     if (state.conversationId && state.loaded) {
       return;
     }
-    var conversations = (await api("GET", "/api/widget/conversations")) || [];
-    var current = conversations.find(function (conversation) {
-      return conversation.id === state.conversationId;
-    }) || conversations.find(function (conversation) {
-      return conversation.status !== "closed";
-    });
+    const conversations = (await api("GET", "/api/widget/conversations")) ?? [];
+    let current = conversations.find((conversation) => conversation.id === state.conversationId) ??
+      conversations.find((conversation) => conversation.status !== "closed");
     if (!current && create) {
-      current = await api("POST", "/api/widget/conversations", { title: "" });
+      current = await api("POST", "/api/widget/conversations", { body: { title: "" } });
     }
     state.conversationId = current ? current.id : null;
     saveStored();
@@ -903,183 +1082,153 @@
   }
 
   async function loadHistory() {
-    var messages = await api("GET", "/api/widget/conversations/" + state.conversationId + "/messages");
-    (messages || []).forEach(addMessage);
+    const messages = await api("GET", `${conversationPath()}/messages`);
+    (messages ?? []).forEach(addMessage);
     state.loaded = true;
     keepScrolled(true);
   }
 
   async function refreshStatus() {
-    var conversations = await api("GET", "/api/widget/conversations");
-    var current = (conversations || []).find(function (conversation) {
-      return conversation.id === state.conversationId;
-    });
+    const conversations = await api("GET", "/api/widget/conversations");
+    const current = (conversations ?? []).find((conversation) => conversation.id === state.conversationId);
     if (current) {
       setStatus(current.status);
     }
   }
 
-  async function fillGap() {
+  // The lightest request that proves the server answers; in a conversation it also fetches anything missed.
+  function probeServer(timeoutMs) {
+    if (state.conversationId) {
+      return fillGap(timeoutMs);
+    }
+    return api("GET", "/api/widget/conversations", { timeoutMs });
+  }
+
+  async function fillGap(timeoutMs = REQUEST_TIMEOUT_MS) {
     if (!state.conversationId) {
       return;
     }
-    var path = "/api/widget/conversations/" + state.conversationId + "/messages?after_id=" + state.maxId;
-    (await api("GET", path) || []).forEach(addMessage);
+    const messages = await api("GET", `${conversationPath()}/messages?after_id=${state.maxId}`, { timeoutMs });
+    (messages ?? []).forEach(addMessage);
   }
 
   function start() {
     if (!state.started) {
-      state.started = (async function () {
+      const started = (async () => {
         await ensureSession();
         await ensureConversation(false);
         state.loaded = true;
-        clearAlert(["offline"]);
       })();
-      state.started.catch(function (error) {
-        state.started = null;
-        handleStartError(error);
+      started.catch(() => {
+        if (state.started === started) {
+          state.started = null; // the next attempt starts over
+        }
       });
+      state.started = started;
     }
     return state.started;
   }
 
-  function handleStartError(error) {
-    if (!(error instanceof ApiError)) {
-      throw error;
-    }
-    if (error.status === 401 && customerId && !state.token) {
-      state.fatal = true; // the shop's proof was refused: retrying cannot help, and falling back to a guest would
-      subtitle.hidden = true; // let the customer believe they are signed in
-      setComposerEnabled();
-      showAlert("identity", t("identity", { detail: error.detail }));
-    } else if (error.status === 401) {
-      forgetSession();
-      scheduleRestart();
-    } else if (error.status === 404) {
-      forgetConversation();
-      scheduleRestart();
-    } else if (isTransient(error)) {
-      showAlert("offline", t("offline"));
-      scheduleRestart();
-    } else {
-      showAlert("unavailable", t("unavailable", { detail: error.detail }));
-    }
-  }
-
-  function scheduleRestart() {
-    clearTimeout(state.reconnectTimer);
-    state.reconnectTimer = setTimeout(function () {
-      start().then(flushOutbox, function () {});
-    }, state.reconnectDelay);
-    state.reconnectDelay = Math.min(state.reconnectDelay * 2, RETRY_MAX_MS);
-  }
-
   // --- live events ----------------------------------------------------------------------------------------------
-  function closeStream() {
-    if (state.stream) {
-      state.stream.close();
+  function releaseStreamWaiters(opened) {
+    for (const resolve of state.streamWaiters.splice(0)) {
+      resolve(opened);
     }
+  }
+
+  function closeStream() {
+    state.stream?.close();
     state.stream = null;
     state.streamOpen = false;
+    releaseStreamWaiters(false);
   }
 
+  // Resolves true once the stream is open, false when it closes or STREAM_OPEN_WAIT_MS have passed.
   function streamReady() {
     if (state.streamOpen || !state.stream) {
-      return Promise.resolve();
+      return Promise.resolve(state.streamOpen);
     }
-    return new Promise(function (resolve) {
+    return new Promise((resolve) => {
       state.streamWaiters.push(resolve);
-      setTimeout(resolve, STREAM_OPEN_WAIT_MS);
+      setTimeout(() => resolve(false), STREAM_OPEN_WAIT_MS);
     });
+  }
+
+  // A stream opened since the connection was lost is live. One the browser is reopening (it sends Last-Event-ID)
+  // is given STREAM_OPEN_WAIT_MS, once; anything else, or a reopening that did not finish in that time, is replaced.
+  function streamConnected() {
+    if (state.streamOpen && state.streamOpenedAt >= state.lostAt) {
+      return Promise.resolve(true);
+    }
+    const reopening = state.stream?.readyState === EventSource.CONNECTING;
+    if (reopening && state.streamGivenTime !== state.stream) {
+      state.streamGivenTime = state.stream;
+    } else {
+      connectStream();
+    }
+    return streamReady();
   }
 
   function connectStream() {
     closeStream();
-    clearTimeout(state.reconnectTimer);
     if (!state.conversationId || !state.token) {
       return;
     }
-    var url = base + "/api/widget/conversations/" + state.conversationId + "/events?token=" +
-      encodeURIComponent(state.token);
+    let url = `${base}${conversationPath()}/events?token=${encodeURIComponent(state.token)}`;
     if (state.lastEventId) {
-      url += "&since=" + encodeURIComponent(state.lastEventId);
+      url += `&since=${encodeURIComponent(state.lastEventId)}`;
     }
-    var stream = new EventSource(url);
+    const stream = new EventSource(url);
     state.stream = stream;
-    stream.addEventListener("open", function () {
+    stream.addEventListener("open", () => {
       if (state.stream !== stream) {
         return;
       }
       state.streamOpen = true;
-      state.reconnectDelay = RETRY_MIN_MS;
-      clearAlert(["offline", "reconnecting"]);
-      state.streamWaiters.splice(0).forEach(function (resolve) {
-        resolve();
-      });
-      fillGap().catch(function () {});
-      flushOutbox();
+      state.streamOpenedAt = Date.now();
+      state.lastContact = state.streamOpenedAt;
+      releaseStreamWaiters(true);
+      fillGap().then(connectionRestored, reportFailure); // what was missed while it was away
     });
-    stream.addEventListener("error", function () {
+    stream.addEventListener("error", () => {
       if (state.stream !== stream) {
         return;
       }
       state.streamOpen = false;
-      if (alertState.kind !== "offline") {
-        showAlert("reconnecting", t("reconnecting"));
+      if (stream.readyState === EventSource.CLOSED) {
+        closeStream(); // the browser gave up (an HTTP error): connect() opens a new one
       }
-      if (stream.readyState === EventSource.CLOSED) { // the browser gave up (an HTTP error): retry ourselves
-        closeStream();
-        clearTimeout(state.reconnectTimer);
-        state.reconnectTimer = setTimeout(reconnect, state.reconnectDelay);
-        state.reconnectDelay = Math.min(state.reconnectDelay * 2, RETRY_MAX_MS);
-      }
+      connectionLost();
     });
-    STREAM_EVENTS.forEach(function (type) {
-      stream.addEventListener(type, function (event) {
+    for (const type of STREAM_EVENTS) {
+      stream.addEventListener(type, (event) => {
         if (state.stream === stream) {
           onStreamEvent(type, event);
         }
       });
-    });
-  }
-
-  async function reconnect() {
-    try {
-      await fillGap(); // also tells a lost session (401) or conversation (404) from a server that is down
-      connectStream();
-    } catch (error) {
-      if (error.status === 401) {
-        forgetSession();
-        start().then(flushOutbox, function () {});
-      } else if (error.status === 404) {
-        forgetConversation();
-      } else {
-        showAlert("offline", t("offline"));
-        state.reconnectTimer = setTimeout(reconnect, state.reconnectDelay);
-        state.reconnectDelay = Math.min(state.reconnectDelay * 2, RETRY_MAX_MS);
-      }
     }
   }
 
   async function resync() {
     clearDraft();
     try {
-      var messages = await api("GET", "/api/widget/conversations/" + state.conversationId + "/messages");
-      (messages || []).forEach(addMessage);
+      const messages = await api("GET", `${conversationPath()}/messages`);
+      (messages ?? []).forEach(addMessage);
       await refreshStatus();
     } catch (error) {
-      showAlert("offline", t("offline"));
+      reportFailure(error);
     }
   }
 
   function onStreamEvent(type, event) {
+    state.lastContact = Date.now();
     if (event.lastEventId) {
       state.lastEventId = event.lastEventId;
     }
-    var data;
+    let data;
     try {
       data = JSON.parse(event.data);
-    } catch (error) {
+    } catch {
       return;
     }
     if (type === "message.created") {
@@ -1093,7 +1242,7 @@
     } else if (type === "message.delta") {
       appendDraft(data.text);
     } else if (type === "typing") {
-      setTyping(!!data.on);
+      setTyping(Boolean(data.on));
     } else if (type === "conversation.status") {
       setStatus(data.status);
     } else if (type === "resync") {
@@ -1114,7 +1263,7 @@
     saveStored();
     scroller.scrollTop = scroller.scrollHeight;
     (input.disabled ? closeButton : input).focus();
-    start().then(flushOutbox, function () {});
+    connect();
   }
 
   function close() {
@@ -1129,23 +1278,17 @@
     launcher.focus();
   }
 
-  launcher.addEventListener("click", function () {
-    if (state.open) {
-      close();
-    } else {
-      open();
-    }
-  });
+  launcher.addEventListener("click", () => (state.open ? close() : open()));
   closeButton.addEventListener("click", close);
-  root.addEventListener("keydown", function (event) {
+  root.addEventListener("keydown", (event) => {
     if (event.key === "Escape" && state.open) {
       event.preventDefault();
       close();
     }
   });
-  form.addEventListener("submit", function (event) {
+  form.addEventListener("submit", (event) => {
     event.preventDefault();
-    var text = input.value.trim();
+    const text = input.value.trim();
     if (!text || input.disabled) {
       return;
     }
@@ -1156,39 +1299,42 @@
     input.focus();
   });
   input.addEventListener("input", fitInput);
-  input.addEventListener("keydown", function (event) {
+  input.addEventListener("keydown", (event) => {
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
       event.preventDefault();
       sendButton.click();
     }
   });
-  newConversationButton.addEventListener("click", function () {
+  newConversationButton.addEventListener("click", () => {
     forgetConversation();
     input.focus();
     flushOutbox(); // whatever waited for the closed conversation goes to the new one
   });
-  window.addEventListener("online", function () {
-    state.flushDelay = RETRY_MIN_MS;
-    flushOutbox();
-    if (state.conversationId && !state.stream) {
-      reconnect();
+  window.addEventListener("online", () => {
+    if (!state.open && !state.conversationId) {
+      return; // never used on this page: no session is created for a visitor who did not open the chat
     }
+    clearTimeout(state.retryTimer); // the network is back: try now rather than at the end of a backoff
+    state.retryTimer = null;
+    state.retryAttempt = 0;
+    connect();
   });
 
   function mount() {
-    document.body.appendChild(host);
+    document.body.append(host);
     state.outbox.forEach(renderPending);
     updateLauncher();
     setComposerEnabled();
+    setInterval(checkLiveness, LIVENESS_TICK_MS);
     if (state.open) {
       state.open = false;
       open();
     } else if (state.token && state.conversationId) {
-      start().then(flushOutbox, function () {}); // follow the conversation, so new replies show as unread
+      connect(); // follow the conversation, so new replies show as unread
     }
   }
 
-  window.memdeskWidget = { open: open, close: close, renderMarkdown: renderMarkdown };
+  window.memdeskWidget = { open, close, renderMarkdown };
   if (document.body) {
     mount();
   } else {

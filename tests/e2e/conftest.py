@@ -1,6 +1,6 @@
 """Fixtures for the browser tests: headless Chromium (Debian's ``chromium`` package) driven by Playwright, memdesk on
 real HTTP with the scripted LLM, and a TCP proxy between the two that can cut connections or play a server that is
-down.
+down: one that refuses connections, or one that stops answering without closing them.
 
 One memdesk, one scripted LLM and one browser serve the whole module; every test gets a fresh browser context (its
 own localStorage, so its own visitor). Replies are chosen by a rule on the customer's text (``Replies``), so tests
@@ -41,6 +41,8 @@ MAX_MESSAGE_CHARS = 500
 MESSAGES_PER_MINUTE = 5
 DESKTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 375, "height": 740}
+# The narrowest phones in common use, and a current mid-size one (CSS pixels).
+PHONES = {"360x740": {"width": 360, "height": 740}, "390x844": {"width": 390, "height": 844}}
 UI_TIMEOUT_MS = 10_000
 PROXY_BUFFER_BYTES = 65_536
 
@@ -76,7 +78,9 @@ def _reset(sock: socket.socket) -> None:
 
 class FlakyProxy:
     """A TCP proxy in front of memdesk: ``cut()`` drops every open connection mid-stream, ``down()`` also refuses
-    new ones until ``up()`` (a server that is unreachable), all on real sockets."""
+    new ones until ``up()`` (a server that is unreachable), ``freeze()`` keeps every connection open, old and new,
+    but forwards nothing until ``up()`` (a server stuck, shutting down with streams open, or gone behind a silent
+    network), all on real sockets."""
 
     def __init__(self, target_port: int) -> None:
         self.target = ("127.0.0.1", target_port)
@@ -86,6 +90,8 @@ class FlakyProxy:
         self.request_heads: list[str] = []  # the start of each request the browser sent, headers included
         self._lock = threading.Lock()
         self._down = False
+        self._frozen = False
+        self._held: list[socket.socket] = []  # connections accepted while frozen, never answered
         threading.Thread(target=self._accept, daemon=True).start()
 
     @property
@@ -100,6 +106,10 @@ class FlakyProxy:
                 return
             if self._down:
                 _reset(client)
+                continue
+            if self._frozen:
+                with self._lock:
+                    self._held.append(client)
                 continue
             try:
                 upstream = socket.create_connection(self.target)
@@ -117,6 +127,8 @@ class FlakyProxy:
     ) -> None:
         try:
             while chunk := source.recv(PROXY_BUFFER_BYTES):
+                if self._frozen:
+                    continue  # swallowed: the other side waits for an answer that never comes
                 if upward and chunk[:4] in (b"GET ", b"POST"):
                     self.request_heads.append(chunk.partition(b"\r\n\r\n")[0].decode("latin-1"))
                 target.sendall(chunk)
@@ -141,13 +153,28 @@ class FlakyProxy:
         self._down = True
         self.cut()
 
+    def freeze(self) -> None:
+        self._frozen = True
+
     def up(self) -> None:
+        """Back in service. After a freeze, the connections it held are dropped, as a restarted server would."""
         self._down = False
+        if self._frozen:
+            self.cut()  # first, so that nothing swallowed half-way is forwarded afterwards
+            self._frozen = False
+            self._release_held()
+
+    def _release_held(self) -> None:
+        with self._lock:
+            held, self._held = self._held, []
+        for sock in held:
+            _reset(sock)
 
     def close(self) -> None:
         self._down = True
         with contextlib.suppress(OSError):
             self._listener.close()
+        self._release_held()
         self.cut()
 
 
@@ -266,8 +293,10 @@ def visit(browser: Any, proxy: FlakyProxy, artifacts: Path) -> Iterator[Callable
     """Opens a new visitor (a fresh browser context) on the demo shop, through the proxy."""
     contexts: list[Any] = []
 
-    def make(*, viewport: dict[str, int] | None = None, init_script: str | None = None) -> Visitor:
-        context = browser.new_context(viewport=viewport or DESKTOP)
+    def make(*, viewport: dict[str, int] | None = None, init_script: str | None = None, phone: bool = False) -> Visitor:
+        # A phone is a touch screen with a mobile viewport: a page wider than the screen then widens the layout
+        # viewport, as on a real phone, instead of only scrolling.
+        context = browser.new_context(viewport=viewport or DESKTOP, is_mobile=phone, has_touch=phone)
         if init_script:
             context.add_init_script(init_script)
         contexts.append(context)

@@ -104,13 +104,14 @@ def conversation_of(live: LiveApp, marker: str) -> int:
     return live.wait_for(find, what=f"a message containing {marker!r}")
 
 
-def wait_until(probe: Callable[[], Any], *, timeout: float = 10.0, what: str = "condition") -> Any:
+def wait_until(visitor: Visitor, probe: Callable[[], Any], *, timeout: float = 10.0, what: str = "condition") -> Any:
+    """Polls ``probe``, waiting through the page: Playwright runs route handlers only while it is called."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = probe()
         if value:
             return value
-        time.sleep(0.05)
+        visitor.page.wait_for_timeout(50)
     raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
@@ -211,7 +212,7 @@ def test_when_the_browser_gives_up_on_the_stream_the_widget_reconnects_with_sinc
     proxy.cut()
     visitor.send("Second question, during the outage")
     visitor.page.get_by_text("Scripted reply to: Second question, during the outage").wait_for(timeout=15_000)
-    wait_until(lambda: len(attempts) >= 2, what="the widget's own reconnection")
+    wait_until(visitor, lambda: len(attempts) >= 2, what="the widget's own reconnection")
     # First the browser's own retry (it sends Last-Event-ID, which interception does not show), then the widget's.
     assert attempts[0] is None and attempts[1] is not None
     conversation_id = conversation_of(live, "First question")
