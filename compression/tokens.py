@@ -27,6 +27,19 @@ _CJK = re.compile(
 )
 
 
+_ASCII_BYTES = bytes(range(128))
+
+
+def _non_ascii_chars(text: str) -> str:
+    """The non-ASCII characters of ``text``, in order.
+
+    Mostly-English text with a few typographic characters is the common case: dropping the ASCII bytes of its UTF-8
+    form is several times faster than scanning every character for CJK ranges (lone surrogates pass through).
+    """
+    encoded = text.encode("utf-8", "surrogatepass")
+    return encoded.translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass")
+
+
 @lru_cache(maxsize=_TEXT_CACHE_SIZE)
 def estimate_text_tokens(text: str) -> int:
     """Estimated tokens for one string."""
@@ -35,9 +48,10 @@ def estimate_text_tokens(text: str) -> int:
     length = len(text)
     if text.isascii():
         return -(-length // ASCII_CHARS_PER_TOKEN)
-    ascii_chars = len(text.encode("ascii", "ignore"))
-    cjk_chars = len(_CJK.findall(text))
-    other_chars = length - ascii_chars - cjk_chars
+    non_ascii = _non_ascii_chars(text)
+    ascii_chars = length - len(non_ascii)
+    cjk_chars = len(_CJK.findall(non_ascii))
+    other_chars = len(non_ascii) - cjk_chars
     return -(-ascii_chars // ASCII_CHARS_PER_TOKEN) + cjk_chars + -(-other_chars // OTHER_CHARS_PER_TOKEN)
 
 
