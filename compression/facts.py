@@ -21,13 +21,15 @@ _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)[a-z]*\.?"
 class FactPattern:
     """One kind of identifier: ``kind`` is a stable key, ``label`` the heading shown in summaries.
 
-    Two optional hints let the scanner skip text; each must hold for every match of ``regex``, or identifiers are
+    Three optional hints let the scanner skip text; each must hold for every match of ``regex``, or identifiers are
     missed (``tests/compression`` checks the defaults against a scan without hints):
 
     - ``first_chars``: the body of a character class that every match starts with, e.g. ``r"\\dA-Z#"``. When every
       pattern has one, the scan only stops at those characters instead of trying each pattern at every position.
       Escape ``-``, ``^``, ``]`` and ``\\`` in it.
     - ``required``: a character that every match contains (``@`` for emails); text without it skips the pattern.
+    - ``starts_at_word_edge``: no match begins between two word characters (true of a regex whose every alternative
+      starts with ``\\b`` or with a non-word character); with ``first_chars``, the scan then skips the inside of words.
     """
 
     kind: str
@@ -35,6 +37,7 @@ class FactPattern:
     regex: str
     first_chars: str | None = None
     required: str | None = None
+    starts_at_word_edge: bool = False
 
     def __post_init__(self) -> None:
         chars = self.first_chars
@@ -51,36 +54,42 @@ DEFAULT_FACT_PATTERNS: tuple[FactPattern, ...] = (
         r"\b[A-Za-z0-9._%+-]++@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}",
         first_chars=r"A-Za-z0-9._%+\-",
         required="@",
+        starts_at_word_edge=True,
     ),
     FactPattern(
         "tracking",
         "Tracking numbers",
         r"\b1Z[0-9A-Z]{16}\b|\b[A-Z]{2}\d{9}[A-Z]{2}\b|\b\d{20,22}\b|\b\d{12}\b",
         first_chars=_WORD_START,
+        starts_at_word_edge=True,
     ),
     FactPattern(
         "order",
         "Order numbers",
         r"#[A-Z]{0,3}-?\d{4,10}\b|\b[A-Z]{1,4}-\d{4,10}\b|\b[A-Z]{1,2}\d{6,10}\b",
         first_chars="#A-Z",
+        starts_at_word_edge=True,
     ),
     FactPattern(
         "money",
         "Amounts",
         r"[$€£¥]\s?\d[\d,]*(?:\.\d{1,2})?|\b\d[\d,]*(?:\.\d{1,2})?\s?(?:USD|EUR|GBP|JPY|CAD|AUD|CHF)\b",
         first_chars=r"$€£¥\d",
+        starts_at_word_edge=True,
     ),
     FactPattern(
         "date",
         "Dates",
         rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b{_MONTH} \d{{1,2}}(?:st|nd|rd|th)?,? \d{{4}}\b|\b\d{{1,2}} {_MONTH} \d{{4}}\b",
         first_chars=_WORD_START,
+        starts_at_word_edge=True,
     ),
     FactPattern(
         "phone",
         "Phone numbers",
         r"\+\d[\d ().-]{6,16}\d|\(\d{3}\) ?\d{3}-\d{4}\b|\b\d{3}[-.]\d{3}[-.]\d{4}\b",
         first_chars=r"+(\d",
+        starts_at_word_edge=True,
     ),
 )
 
@@ -163,7 +172,8 @@ class _Scanner:
             alternation = "|".join(f"(?:{p.regex})(?P<k{i}>)" for i, p in active)
             if active and all(p.first_chars for _, p in active):
                 starts = "[" + "".join(str(p.first_chars) for _, p in active) + "]"
-                alternation = f"{starts}(?<=(?={alternation}){starts})"
+                edge = r"(?<!\w\w)" if all(p.starts_at_word_edge for _, p in active) else ""
+                alternation = f"{starts}{edge}(?<=(?={alternation}){starts})"
             regex = self._variants[present] = re.compile(alternation or "(?!)")
         return regex
 

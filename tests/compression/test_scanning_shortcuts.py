@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compression.facts import DEFAULT_FACT_PATTERNS, FactExtractor, FactPattern, _compiled
+from compression.pruning import _LOG_LEVEL, LOG_LEVELS
 from compression.tokens import estimate_text_tokens
 
 # Pieces that make identifiers, near-identifiers and their edges likely in random text.
@@ -44,7 +45,8 @@ PIECES = st.sampled_from(
     ]
 )
 HINTLESS_PATTERNS = tuple(
-    dataclasses.replace(pattern, first_chars=None, required=None) for pattern in DEFAULT_FACT_PATTERNS
+    dataclasses.replace(pattern, first_chars=None, required=None, starts_at_word_edge=False)
+    for pattern in DEFAULT_FACT_PATTERNS
 )
 
 
@@ -109,6 +111,17 @@ def test_first_chars_that_would_change_their_meaning_when_joined_are_refused(cha
 def test_patterns_without_hints_still_scan_everything() -> None:
     extractor = FactExtractor([FactPattern("ticket", "Tickets", r"(?<=ticket )\w+")])
     assert extractor.extract("ticket abc and ticket XYZ") == (("ticket", "abc"), ("ticket", "XYZ"))
+
+
+PLAIN_LOG_LEVEL = re.compile(rf"\b({'|'.join(LOG_LEVELS)})\b")
+LOG_PIECES = st.sampled_from([*LOG_LEVELS, "ARNING", "NFO", "x", "_", " ", "-", ":", "1", "é", "Z"])
+
+
+@settings(max_examples=2_000, deadline=None)
+@given(st.lists(LOG_PIECES, max_size=12).map("".join))
+def test_log_level_search_finds_the_first_whole_word_level(line: str) -> None:
+    fast, plain = _LOG_LEVEL.search(line), PLAIN_LOG_LEVEL.search(line)
+    assert (fast and (fast.start(1), fast.group(1))) == (plain and (plain.start(1), plain.group(1)))
 
 
 _CJK = re.compile(
