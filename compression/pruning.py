@@ -63,7 +63,8 @@ def _keeps_key(key: str) -> bool:
 
 
 def _shrink_json_value(value: Any, depth: int) -> Any:
-    # Both containers stop at JSON_MAX_DEPTH: a deeply nested document must not recurse without bound.
+    # Both containers stop at JSON_MAX_DEPTH: a deeply nested document must not recurse without bound. Scalars are
+    # shrunk inline rather than by a call each: tool output holds thousands of them.
     if isinstance(value, dict):
         if depth >= JSON_MAX_DEPTH:
             return f"<object with {len(value)} keys>"
@@ -71,18 +72,26 @@ def _shrink_json_value(value: Any, depth: int) -> Any:
         for key, item in value.items():
             if isinstance(item, (dict, list)):
                 shrunk = _shrink_json_value(item, depth + 1)
-                if shrunk not in ({}, []):
+                if shrunk:  # an emptied container goes; the depth marker is a non-empty string
                     kept[key] = shrunk
             elif _keeps_key(str(key)):
-                kept[key] = _shrink_json_value(item, depth + 1)
+                long_text = isinstance(item, str) and len(item) > JSON_STRING_MAX_CHARS
+                kept[key] = item[:JSON_STRING_MAX_CHARS] + "…" if long_text else item
         return kept
     if isinstance(value, list):
         if depth >= JSON_MAX_DEPTH:
             return f"<list of {len(value)} items>"
-        head = [_shrink_json_value(item, depth + 1) for item in value[:JSON_LIST_KEEP]]
+        head = [
+            _shrink_json_value(item, depth + 1) if isinstance(item, (dict, list)) else _shrink_json_scalar(item)
+            for item in value[:JSON_LIST_KEEP]
+        ]
         if len(value) > JSON_LIST_KEEP:
             head.append(f"<{len(value) - JSON_LIST_KEEP} more items>")
         return head
+    return _shrink_json_scalar(value)
+
+
+def _shrink_json_scalar(value: Any) -> Any:
     if isinstance(value, str) and len(value) > JSON_STRING_MAX_CHARS:
         return value[:JSON_STRING_MAX_CHARS] + "…"
     return value

@@ -40,9 +40,8 @@ def _non_ascii_chars(text: str) -> str:
     return encoded.translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass")
 
 
-@lru_cache(maxsize=_TEXT_CACHE_SIZE)
-def estimate_text_tokens(text: str) -> int:
-    """Estimated tokens for one string."""
+def count_text_tokens(text: str) -> int:
+    """Estimated tokens for one string, not cached: for text built once (a rendered turn, a request)."""
     if not text:
         return 0
     length = len(text)
@@ -53,6 +52,12 @@ def estimate_text_tokens(text: str) -> int:
     cjk_chars = len(_CJK.findall(non_ascii))
     other_chars = len(non_ascii) - cjk_chars
     return -(-ascii_chars // ASCII_CHARS_PER_TOKEN) + cjk_chars + -(-other_chars // OTHER_CHARS_PER_TOKEN)
+
+
+@lru_cache(maxsize=_TEXT_CACHE_SIZE)
+def estimate_text_tokens(text: str) -> int:
+    """Estimated tokens for one string (cached: message texts are estimated again at every turn)."""
+    return count_text_tokens(text)
 
 
 def safe_json_text(value: Any) -> str:
