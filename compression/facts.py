@@ -161,8 +161,8 @@ class _Scanner:
         self.kinds = {f"k{index}": pattern.kind for index, pattern in enumerate(patterns)}
         self.required = tuple(dict.fromkeys(p.required for p in patterns if p.required))
         self._variants: dict[frozenset[str], re.Pattern[str]] = {}
-        self.variant(frozenset())
-        self.variant(frozenset(self.required))
+        self._without_required = self.variant(frozenset())
+        self._with_required = self.variant(frozenset(self.required))
 
     def variant(self, present: frozenset[str]) -> re.Pattern[str]:
         """The expression for text that contains exactly the ``present`` required characters."""
@@ -178,6 +178,10 @@ class _Scanner:
         return regex
 
     def regex_for(self, text: str) -> re.Pattern[str]:
+        if not self.required:
+            return self._without_required
+        if len(self.required) == 1:  # the default set: only emails need a character, so skip building a set
+            return self._with_required if self.required[0] in text else self._without_required
         return self.variant(frozenset(char for char in self.required if char in text))
 
 

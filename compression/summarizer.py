@@ -30,6 +30,7 @@ from compression.tokens import (
     estimate_messages_tokens,
     estimate_text_tokens,
     safe_json_text,
+    texts_fit,
 )
 from compression.types import Completion, Message, SummaryLLM, Usage
 
@@ -126,6 +127,8 @@ def describe_turns(messages: Sequence[Message], first_index: int) -> list[str]:
 def chunk_turns(parts: list[str], capacity_tokens: int) -> list[list[str]]:
     """Consecutive groups of described turns, each within ``capacity_tokens``; a turn larger than a whole chunk is
     cut to fit (one character can cost a token in CJK text, so the cut is counted in characters)."""
+    if texts_fit(parts, capacity_tokens, per_text_tokens=1):  # the common case, without estimating each turn
+        return [list(parts)]
     chunks: list[list[str]] = [[]]
     spent = 0
     for part in parts:

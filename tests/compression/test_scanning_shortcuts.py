@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from compression.facts import DEFAULT_FACT_PATTERNS, FactExtractor, FactPattern, _compiled
 from compression.pruning import _LOG_LEVEL, LOG_LEVELS
-from compression.tokens import estimate_text_tokens
+from compression.summarizer import chunk_turns
+from compression.tokens import count_text_tokens, estimate_text_tokens, texts_fit
 
 # Pieces that make identifiers, near-identifiers and their edges likely in random text.
 PIECES = st.sampled_from(
@@ -141,3 +142,31 @@ def _estimate_char_by_char(text: str) -> int:
 @given(st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x30000, exclude_categories=()), max_size=60))
 def test_token_estimate_counts_every_character_class_including_lone_surrogates(text: str) -> None:
     assert estimate_text_tokens(text) == _estimate_char_by_char(text)
+
+
+TEXTS = st.lists(st.text(alphabet=st.characters(max_codepoint=0x30000, exclude_categories=()), max_size=30), max_size=8)
+
+
+@settings(max_examples=1_000, deadline=None)
+@given(TEXTS, st.integers(0, 120), st.integers(0, 2))
+def test_texts_fit_never_says_yes_when_the_estimates_exceed_the_budget(
+    texts: list[str], budget: int, each: int
+) -> None:
+    if texts_fit(texts, budget, per_text_tokens=each):
+        assert sum(count_text_tokens(text) + each for text in texts) <= budget
+
+
+@settings(max_examples=500, deadline=None)
+@given(TEXTS, st.integers(1, 60))
+def test_turns_that_fit_in_one_request_are_chunked_as_one_by_one_counting_would(
+    texts: list[str], capacity: int
+) -> None:
+    chunks = chunk_turns(texts, capacity)
+    spent, expected = 0, [[]]  # the per-turn rule, written out
+    for text in texts:
+        cost = count_text_tokens(text) + 1
+        if cost > capacity or (spent + cost > capacity and expected[-1]):
+            return  # cut or split: the one-by-one path runs, covered by the chunking tests
+        expected[-1].append(text)
+        spent += cost
+    assert chunks == expected
