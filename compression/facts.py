@@ -93,14 +93,21 @@ DEFAULT_FACT_PATTERNS: tuple[FactPattern, ...] = (
     ),
 )
 
-_NORMALIZE = re.compile(r"[\s#,()\-.]")
+# What normalization drops: whitespace (the characters ``\s`` matches, which are those ``str.isspace`` accepts; a
+# test checks the list against the running interpreter) and the separators that people type differently. A
+# translation table is several times faster than ``re.sub`` on the short values it is used for.
+UNICODE_WHITESPACE = (
+    "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+_NORMALIZE_DROPS = {ord(char): None for char in UNICODE_WHITESPACE + "#,()-."}
 _EXTRACT_CACHE_SIZE = 16_384
 
 
 @lru_cache(maxsize=_EXTRACT_CACHE_SIZE)
 def normalize_identifier(value: str) -> str:
     """The form used to decide whether a text already mentions an identifier (cached: identifiers recur)."""
-    return _NORMALIZE.sub("", value).lower()
+    return value.translate(_NORMALIZE_DROPS).lower()
 
 
 class PinnedFacts:

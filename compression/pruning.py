@@ -114,12 +114,11 @@ def shrink_log(lines: list[str], text: str) -> str | None:
     counts: dict[str, int] = {}
     issues: list[str] = []
     leveled = 0
-    for line in lines:
-        match = _LOG_LEVEL.search(line)
+    for line, match in zip(lines, map(_LOG_LEVEL.search, lines), strict=True):
         if match is None:
             continue
         leveled += 1
-        level = match.group(1).upper()
+        level = match.group(1)  # the levels are matched in capitals only
         counts[level] = counts.get(level, 0) + 1
         if level in _ISSUE_LEVELS and len(issues) < LOG_MAX_ISSUE_LINES:
             issues.append(line.strip())

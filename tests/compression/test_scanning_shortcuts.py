@@ -9,7 +9,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compression.facts import DEFAULT_FACT_PATTERNS, FactExtractor, FactPattern, _compiled
+from compression.facts import (
+    DEFAULT_FACT_PATTERNS,
+    UNICODE_WHITESPACE,
+    FactExtractor,
+    FactPattern,
+    _compiled,
+    normalize_identifier,
+)
 from compression.pruning import _LOG_LEVEL, LOG_LEVELS
 from compression.summarizer import chunk_turns
 from compression.tokens import count_text_tokens, estimate_text_tokens, texts_fit
@@ -170,3 +177,10 @@ def test_turns_that_fit_in_one_request_are_chunked_as_one_by_one_counting_would(
         expected[-1].append(text)
         spent += cost
     assert chunks == expected
+
+
+def test_identifier_normalization_drops_exactly_the_whitespace_a_regular_expression_would() -> None:
+    whitespace = "".join(char for char in map(chr, range(0x110000)) if re.fullmatch(r"\s", char))
+    assert sorted(UNICODE_WHITESPACE) == sorted(whitespace)
+    value = "#W 2378\u3000156-(A).b,C\u2028"
+    assert normalize_identifier(value) == re.sub(r"[\s#,()\-.]", "", value).lower() == "w2378156abc"
