@@ -30,6 +30,7 @@ def clear_caches() -> None:
 
     facts.clear_extraction_cache()
     pruning.shrink_tool_output.cache_clear()
+    pruning._keeps_key.cache_clear()
     tokens.estimate_text_tokens.cache_clear()
     dates._parse_iso.cache_clear()
     summarizer._stamp_text.cache_clear()

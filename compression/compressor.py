@@ -232,7 +232,8 @@ class ContextCompressor(ContextEngine):
         return self.should_compress(estimate_messages_tokens(messages))
 
     def _index(self, messages: list[Message]) -> None:
-        """Shrink tool output and extract identifiers of the messages not indexed yet (both cached process-wide).
+        """Shrink tool output and extract identifiers of the messages and tool calls not indexed yet (both cached
+        process-wide).
 
         Called every turn, this costs only the turn's new messages and keeps ``compress`` itself fast.
         """
@@ -248,6 +249,10 @@ class ContextCompressor(ContextEngine):
                 self.extractor.extract(content)
             elif isinstance(content, str):
                 self.extractor.extract(content)
+            for call in message.get("tool_calls") or ():  # pinning reads tool-call arguments too
+                function = call.get("function") if isinstance(call, dict) else None
+                if isinstance(function, dict) and isinstance(function.get("arguments"), str):
+                    self.extractor.extract(function["arguments"])
         self._indexed = (len(messages), _fingerprint(messages, len(messages)))
 
     def age_tool_results(self, messages: list[Message]) -> AgingResult:

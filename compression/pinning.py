@@ -15,7 +15,8 @@ themselves, so they are never lost to eviction.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+import itertools
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 
@@ -62,22 +63,21 @@ def _rank_of_tool_output(content: str) -> PinRank:
     return PinRank.NOISE if content.startswith(_NOISY_OUTPUT_PREFIXES) else PinRank.TOOL_RESULT
 
 
-def _sources(turns: Sequence[Message]) -> Iterable[tuple[PinRank, str]]:
-    """(rank, text) of every text in ``turns``, best rank first, newest first within a rank."""
-    conversation: list[str] = []
-    outputs: list[tuple[PinRank, str]] = []
+def _sources(turns: Sequence[Message]) -> dict[PinRank, list[str]]:
+    """The texts of ``turns`` by rank, newest first within a rank."""
+    by_rank: dict[PinRank, list[str]] = {rank: [] for rank in PinRank}
+    conversation = by_rank[PinRank.CONVERSATION]
     for message in reversed(turns):
         text = content_text(message.get("content"))
         if message.get("role") == "tool":
-            outputs.append((_rank_of_tool_output(text), text))
+            by_rank[_rank_of_tool_output(text)].append(text)
             continue
         conversation.append(text)
         for call in message.get("tool_calls") or ():
             function = call.get("function") if isinstance(call, dict) else None
             if isinstance(function, dict) and isinstance(function.get("arguments"), str):
                 conversation.append(function["arguments"])
-    yield from ((PinRank.CONVERSATION, text) for text in conversation)
-    yield from sorted(outputs, key=lambda pair: pair[0])  # stable: newest first within a rank
+    return by_rank
 
 
 def _carried(previous_notes: str | None) -> tuple[str, str]:
@@ -99,15 +99,15 @@ class PinnedIdentifiers:
     def candidates(self, turns: Sequence[Message], previous_notes: str | None) -> PinSelection:
         """The best-ranked candidates, enough to fill the budget once (more are extracted when needed)."""
         carried_conversation, carried_tools = _carried(previous_notes)
-        new_sources = list(_sources(turns))
-        ordered = [
-            *((rank, text) for rank, text in new_sources if rank == PinRank.CONVERSATION),
-            (PinRank.CONVERSATION, carried_conversation),
-            *((rank, text) for rank, text in new_sources if rank == PinRank.TOOL_RESULT),
-            (PinRank.TOOL_RESULT, carried_tools),
-            *((rank, text) for rank, text in new_sources if rank == PinRank.NOISE),
-        ]
-        selection = PinSelection(pending=iter(ordered))
+        texts = _sources(turns)
+        ordered = itertools.chain(
+            ((PinRank.CONVERSATION, text) for text in texts[PinRank.CONVERSATION]),
+            [(PinRank.CONVERSATION, carried_conversation)],
+            ((PinRank.TOOL_RESULT, text) for text in texts[PinRank.TOOL_RESULT]),
+            [(PinRank.TOOL_RESULT, carried_tools)],
+            ((PinRank.NOISE, text) for text in texts[PinRank.NOISE]),
+        )
+        selection = PinSelection(pending=ordered)
         while selection.candidate_tokens < self.budget_tokens and self._extract_next(selection):
             pass
         return selection

@@ -24,7 +24,14 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from compression.dates import parse_timestamp
 from compression.sections import SUMMARY_SECTIONS
-from compression.tokens import content_text, estimate_messages_tokens, estimate_text_tokens, safe_json_text
+from compression.tokens import (
+    content_text,
+    count_text_tokens,
+    estimate_messages_tokens,
+    estimate_text_tokens,
+    safe_json_text,
+    texts_fit,
+)
 from compression.types import Completion, Message, SummaryLLM, Usage
 
 PROMPTS_DIR = Path(__file__).resolve().parent.parent / "templates" / "prompts"
@@ -40,6 +47,7 @@ COOLDOWN_STEPS_S: tuple[float, ...] = (60.0, 300.0, 900.0)
 # Share of the summary model's window kept free, because token counts here are estimates.
 SUMMARY_WINDOW_MARGIN = 0.05
 MIN_CHUNK_TOKENS = 200
+SPEAKERS = {"user": "customer", "assistant": "support", "tool": "tool result", "system": "system"}
 
 
 @lru_cache(maxsize=4)
@@ -92,7 +100,7 @@ def tool_names_by_call_id(messages: Sequence[Message]) -> dict[str, str]:
 def describe_turn(message: Message, index: int, tool_names: dict[str, str], head: int, tail: int) -> str:
     """One turn as summary material: ``[#index role · time] text``, tool calls as ``-> name(args)``."""
     role = str(message.get("role") or "unknown")
-    speaker = {"user": "customer", "assistant": "support", "tool": "tool result", "system": "system"}.get(role, role)
+    speaker = SPEAKERS.get(role, role)
     if role == "tool":
         speaker = f"result of {tool_names.get(str(message.get('tool_call_id')), 'a tool')}"
     lines = [f"[#{index} {speaker}{_stamp(message)}]"]
@@ -119,13 +127,15 @@ def describe_turns(messages: Sequence[Message], first_index: int) -> list[str]:
 def chunk_turns(parts: list[str], capacity_tokens: int) -> list[list[str]]:
     """Consecutive groups of described turns, each within ``capacity_tokens``; a turn larger than a whole chunk is
     cut to fit (one character can cost a token in CJK text, so the cut is counted in characters)."""
+    if texts_fit(parts, capacity_tokens, per_text_tokens=1):  # the common case, without estimating each turn
+        return [list(parts)]
     chunks: list[list[str]] = [[]]
     spent = 0
     for part in parts:
-        cost = estimate_text_tokens(part) + 1
+        cost = count_text_tokens(part) + 1
         if cost > capacity_tokens:
             part = _clip(part, max(MESSAGE_MIN_CHARS, capacity_tokens * 3 // 4), max(0, capacity_tokens // 8))
-            cost = estimate_text_tokens(part) + 1
+            cost = count_text_tokens(part) + 1
         if spent + cost > capacity_tokens and chunks[-1]:
             chunks.append([])
             spent = 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -27,18 +28,52 @@ _CJK = re.compile(
 )
 
 
-@lru_cache(maxsize=_TEXT_CACHE_SIZE)
-def estimate_text_tokens(text: str) -> int:
-    """Estimated tokens for one string."""
+_ASCII_BYTES = bytes(range(128))
+
+
+def _non_ascii_chars(text: str) -> str:
+    """The non-ASCII characters of ``text``, in order.
+
+    Mostly-English text with a few typographic characters is the common case: dropping the ASCII bytes of its UTF-8
+    form is several times faster than scanning every character for CJK ranges (lone surrogates pass through).
+    """
+    encoded = text.encode("utf-8", "surrogatepass")
+    return encoded.translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass")
+
+
+def char_class_counts(text: str) -> tuple[int, int, int]:
+    """ASCII, CJK and other characters of ``text``; the counts of a concatenation are the sums of its parts'."""
+    if text.isascii():
+        return len(text), 0, 0
+    non_ascii = _non_ascii_chars(text)
+    cjk_chars = len(_CJK.findall(non_ascii))
+    return len(text) - len(non_ascii), cjk_chars, len(non_ascii) - cjk_chars
+
+
+def count_text_tokens(text: str) -> int:
+    """Estimated tokens for one string, not cached: for text built once (a rendered turn, a request)."""
     if not text:
         return 0
-    length = len(text)
-    if text.isascii():
-        return -(-length // ASCII_CHARS_PER_TOKEN)
-    ascii_chars = len(text.encode("ascii", "ignore"))
-    cjk_chars = len(_CJK.findall(text))
-    other_chars = length - ascii_chars - cjk_chars
+    ascii_chars, cjk_chars, other_chars = char_class_counts(text)
     return -(-ascii_chars // ASCII_CHARS_PER_TOKEN) + cjk_chars + -(-other_chars // OTHER_CHARS_PER_TOKEN)
+
+
+def texts_fit(texts: Sequence[str], budget_tokens: int, *, per_text_tokens: int = 0) -> bool:
+    """Whether ``count_text_tokens`` of every text plus ``per_text_tokens`` each surely sums to at most
+    ``budget_tokens``, from one pass over the concatenation instead of one estimate per text.
+
+    Each estimate rounds its ASCII share up by under one token and its other share by under half a token, so four
+    times the sum is at most 4 * counts-based tokens + 3 + 2 per text; False only means "count them one by one".
+    """
+    ascii_chars, cjk_chars, other_chars = char_class_counts("".join(texts))
+    quarter_tokens = ascii_chars + 4 * cjk_chars + 2 * other_chars + (5 + 4 * per_text_tokens) * len(texts)
+    return quarter_tokens <= 4 * budget_tokens
+
+
+@lru_cache(maxsize=_TEXT_CACHE_SIZE)
+def estimate_text_tokens(text: str) -> int:
+    """Estimated tokens for one string (cached: message texts are estimated again at every turn)."""
+    return count_text_tokens(text)
 
 
 def safe_json_text(value: Any) -> str:

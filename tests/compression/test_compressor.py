@@ -95,6 +95,27 @@ def test_preflight_uses_the_local_estimate(fake_llm: FakeSummaryLLM) -> None:
     assert engine.should_compress_preflight(support_session(40).messages)
 
 
+def test_preflight_indexes_the_texts_and_tool_call_arguments_a_compaction_scans_for_identifiers(
+    fake_llm: FakeSummaryLLM,
+) -> None:
+    from compression import clear_caches
+    from compression.facts import _extract
+
+    clear_caches()
+    engine = compressor(fake_llm, context_length=16_000)
+    messages = support_session(30).messages
+    engine.should_compress_preflight(messages)
+    arguments = [call["function"]["arguments"] for m in messages for call in m.get("tool_calls") or ()]
+    assert arguments, "the session makes tool calls"
+    misses = _extract.cache_info().misses
+    for text in arguments:
+        engine.extractor.extract(text)
+    for message in messages:
+        if message["role"] != "tool" and message.get("content"):
+            engine.extractor.extract(message["content"])
+    assert _extract.cache_info().misses == misses, "compress finds every turn and argument already scanned"
+
+
 # -- boundaries -----------------------------------------------------------------------------------------------
 def test_first_compaction_keeps_head_and_tail_verbatim(fake_llm: FakeSummaryLLM) -> None:
     messages = support_session().messages
