@@ -7,7 +7,7 @@ Lifecycle of a turn (see DESIGN.md, "One turn"):
    burst gets one reply. A short debounce (``reply_debounce_s``) lets a burst finish before the first turn starts.
 2. A turn does nothing when a human has taken over (status ``human``) or the conversation is closed.
 3. The context is rebuilt from the transcript (``app.conversation_context``) with a fresh system prompt that holds
-   the memory section (``MemorySection`` hook, filled by the memory issue).
+   the memory section (the ``MemorySection`` hook: recall from long-term memory).
 4. Preflight compression on the local estimate; then up to ``MAX_TOOL_ROUNDS`` LLM calls, streamed to the live
    events, each tool call executed and every message persisted as it happens.
 5. After each response the engine sees the real usage; when it asks for it, the context is compacted and the
@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -50,14 +49,11 @@ from app.models import (
 )
 from app.settings import Settings
 from app.tools import ToolContext, ToolRegistry
+from app.turn_context import ContextEngines, EngineFactory, TurnFailure, aged_context, uncompacted_context
 from app.turn_recovery import SILENT_STATUSES, awaits_reply
 from compression import (
-    CompressionError,
     ContextCompressor,
     ContextEngine,
-    TruncationEngine,
-    clear_caches,
-    estimate_messages_tokens,
 )
 
 logger = logging.getLogger(__name__)
@@ -65,7 +61,6 @@ logger = logging.getLogger(__name__)
 MAX_TOOL_ROUNDS = 6
 DELTA_FLUSH_S = 0.05
 DELTA_FLUSH_CHARS = 200
-ENGINE_CACHE_SIZE = 1_024
 SYSTEM_PROMPT_TEMPLATE = "agent_system.md.j2"
 FALLBACK_REPLY = (
     "Sorry, I can't answer right now because of a technical problem. Your message is saved, and a member of our "
@@ -77,16 +72,6 @@ SHUTDOWN_TURN_GRACE_S = 2.0
 CANCELLED_TURN_GRACE_S = 1.0
 
 MemorySection = Callable[[int, str], Awaitable[str]]
-EngineFactory = Callable[[], ContextEngine]
-
-
-class TurnFailure(Exception):
-    """A turn could not produce a reply; carries what to log."""
-
-    def __init__(self, reason: str, *, request_id: str | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.request_id = request_id
 
 
 @dataclass
@@ -134,8 +119,7 @@ class AgentService:
         self.prompts = prompts
         self.memory_section = memory_section
         self.conclusions_queued = conclusions_queued
-        self.engine_factory = engine_factory or self._default_engine
-        self._engines: OrderedDict[int, ContextEngine] = OrderedDict()
+        self.engines = ContextEngines(engine_factory or self._default_engine)
         self._states: dict[int, _ConversationState] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -235,7 +219,7 @@ class AgentService:
 
     async def _reply(self, session: Session, conversation: Conversation, customer: Customer) -> None:
         assert conversation.id is not None and customer.id is not None
-        engine = self._engine(conversation.id)
+        engine = self.engines.get(conversation.id)
         system_prompt, turn_context = await self._system_prompt(session, conversation, customer)
         context = aged_context(engine, load_context(session, conversation.id, system_prompt), conversation.id)
         session.commit()
@@ -346,9 +330,7 @@ class AgentService:
                     tool_call_id=call.id,
                 ),
             )
-            context.append(
-                {"role": "tool", "tool_call_id": call.id, "content": result.content, "id": tool_message.id}
-            )
+            context.append({"role": "tool", "tool_call_id": call.id, "content": result.content, "id": tool_message.id})
             handed_off = handed_off or result.handed_off
         return handed_off
 
@@ -462,25 +444,12 @@ class AgentService:
         )
         return session.exec(statement).first() or ""
 
-    def _engine(self, conversation_id: int) -> ContextEngine:
-        engine = self._engines.get(conversation_id)
-        if engine is None:
-            engine = self.engine_factory()
-            engine.on_session_start(str(conversation_id))
-            self._engines[conversation_id] = engine
-            while len(self._engines) > ENGINE_CACHE_SIZE:
-                self._engines.popitem(last=False)
-        else:
-            self._engines.move_to_end(conversation_id)
-        return engine
-
     def forget_conversations(self, conversation_ids: Sequence[int]) -> None:
         """Drop the context engines and scheduling state of erased conversations (a running turn finds the
         conversation gone and stops), and the compressor's process-wide caches, which hold customer text."""
+        self.engines.forget(conversation_ids)
         for conversation_id in conversation_ids:
-            self._engines.pop(conversation_id, None)
             self._states.pop(conversation_id, None)
-        clear_caches()
 
     def _default_engine(self) -> ContextEngine:
         return ContextCompressor(
@@ -489,36 +458,3 @@ class AgentService:
             summary_llm=self.gateway,
             summary_model_override=self.settings.summary_model_override,
         )
-
-
-def uncompacted_context(
-    context: list[ChatMessage], error: Exception, settings: Settings, conversation_id: int
-) -> list[ChatMessage]:
-    """The context to send when compaction failed: as it is if it fits the window with room for the reply, else
-    the oldest turns dropped (tool calls kept with their results); ``TurnFailure`` when not even that fits."""
-    logger.error(
-        "Context compaction failed in conversation %s (%s: %s); continuing without it",
-        conversation_id,
-        type(error).__name__,
-        error,
-        exc_info=not isinstance(error, CompressionError),
-    )
-    if estimate_messages_tokens(context) + settings.max_reply_tokens <= settings.context_length:
-        return context
-    truncation = TruncationEngine(model="", context_length=settings.context_length)
-    try:
-        return truncation.compress(list(context)).messages
-    except Exception as truncation_error:
-        raise TurnFailure(f"context does not fit the model: {truncation_error}") from error
-
-
-def aged_context(engine: ContextEngine, context: list[ChatMessage], conversation_id: int) -> list[ChatMessage]:
-    """``context`` with old tool output aged by the engine (the transcript keeps it whole); never fails a turn."""
-    try:
-        aged = engine.age_tool_results(context)
-    except Exception:  # aging only saves tokens; without it the turn goes on unchanged
-        logger.exception("Tool-output aging failed in conversation %s", conversation_id)
-        return context
-    for event in aged.events:
-        logger.info("context aging in conversation %s: %s", conversation_id, event)
-    return aged.messages

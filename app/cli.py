@@ -24,6 +24,8 @@ from app.demo_shop import DEMO_BASE_DATE, seed_demo
 from app.settings import Settings, get_settings
 
 EXIT_OK = 0
+# Open event streams never end by themselves: past this, uvicorn closes them so a stop takes seconds, not forever.
+GRACEFUL_SHUTDOWN_S = 1
 EXIT_FAILURE = 1
 # Drivers SQLAlchemy imports for a database URL; a missing one gets a clear message instead of a traceback.
 DATABASE_DRIVERS = frozenset({"psycopg", "psycopg2", "asyncpg", "pg8000", "pymysql", "MySQLdb"})
@@ -152,6 +154,7 @@ def _run_serve(args: argparse.Namespace, settings: Settings) -> int:
             port=port,
             log_level="info",
             access_log=settings.access_log,
+            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
             **UVICORN_LIMITS,
         )
     finally:
@@ -176,8 +179,8 @@ def _add_customer_arguments(parser: argparse.ArgumentParser) -> None:
 def _run_customer(args: argparse.Namespace, settings: Settings) -> int:
     import json
 
-    from app.main import memory_options
     from app.privacy import CustomerNotFoundError, erase_customer, export_customer, find_customer
+    from app.services import memory_options
     from memory.store import CustomerMemory, MemoryStoreLockedError
 
     if args.action == "erase" and not args.yes:

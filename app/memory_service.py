@@ -77,11 +77,11 @@ class _ContainedMemory:
 
     def __init__(self, pool: BoundedWorkerPool, memory: CustomerMemory, *, timeout_s: float) -> None:
         self.pool = pool
-        self.memory = memory
+        self.store = memory
         self.timeout_s = timeout_s
 
     def remember(self, conclusions: Sequence[Conclusion]) -> list[str]:
-        return self.pool.call(self.memory.remember, conclusions, timeout_s=self.timeout_s)
+        return self.pool.call(self.store.remember, conclusions, timeout_s=self.timeout_s)
 
 
 class MemoryService:
@@ -95,7 +95,7 @@ class MemoryService:
         recall_timeout_s: float = RECALL_TIMEOUT_S,
         remember_timeout_s: float = REMEMBER_TIMEOUT_S,
     ) -> None:
-        self.memory = memory
+        self.store = memory
         self.repository = repository
         self.recall_timeout_s = recall_timeout_s
         self.pool = BoundedWorkerPool("memory", workers=workers, max_waiting=max_waiting)
@@ -105,8 +105,8 @@ class MemoryService:
 
     def _recall(self, customer_id: int, query: str) -> str:
         memory_id = memory_customer_id(customer_id)
-        recalled = self.memory.recall(memory_id, query, limit=RECALL_LIMIT)
-        return format_memory_section(recalled, self.memory.active_promises(memory_id))
+        recalled = self.store.recall(memory_id, query, limit=RECALL_LIMIT)
+        return format_memory_section(recalled, self.store.active_promises(memory_id))
 
     async def section(self, customer_id: int, latest_message: str) -> str:
         try:
@@ -137,4 +137,4 @@ class MemoryService:
     def close(self) -> None:
         """Stop taking memory calls and release the store, without waiting for a call that is stuck."""
         self.pool.close()
-        self.memory.close()
+        self.store.close()

@@ -1,19 +1,46 @@
-"""The long-lived objects of one running app, built in the lifespan and reached through ``app.deps``."""
+"""The long-lived objects of one running app: built by ``build_services`` in the lifespan, reached through
+``app.deps``, started with ``start`` and stopped with ``close``.
+
+Building migrates the database and loads the embedding model (off the event loop); ``start`` launches the two
+background loops (outbox delivery, turn recovery). ``close`` is bounded whatever the dependencies are doing: running
+turns get a grace period and are recovered at the next start, and a hung memory call is left to its daemon worker
+(the outbox is durable).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import asyncio
+import contextlib
+from dataclasses import dataclass, field
 
+import anyio
 from sqlalchemy import Engine
 
-from app.agent import AgentService
+from app.agent import AgentService, MemorySection
+from app.db import create_db_engine, upgrade
+from app.demo_shop import shop_tools
 from app.events import EventBroker
 from app.identity import VisitorTokens
 from app.llm import LLMGateway
+from app.memory_outbox import SqlOutboxRepository
 from app.memory_service import MemoryService
 from app.ratelimit import RateLimiter
 from app.settings import Settings
-from app.tools import ToolRegistry
+from app.tools import ToolRegistry, build_tool_registry
+from app.turn_context import EngineFactory
+from app.turn_recovery import TurnRecovery
+from compression.summarizer import PROMPTS_DIR, prompt_environment
+from memory.config import EmbedderKind, MemoryOptions, VectorStoreKind
+from memory.store import CustomerMemory
+
+
+@dataclass(frozen=True)
+class ServiceOverrides:
+    """What a caller (a test) builds instead of the app: a gateway, a context engine factory, a memory section."""
+
+    gateway: LLMGateway | None = None
+    engine_factory: EngineFactory | None = None
+    memory_section: MemorySection | None = None
 
 
 @dataclass
@@ -27,3 +54,80 @@ class Services:
     visitor_tokens: VisitorTokens
     message_limiter: RateLimiter
     memory: MemoryService | None = None
+    recovery: TurnRecovery | None = None
+    _delivery: asyncio.Task[None] | None = field(default=None, repr=False)
+
+    def start(self) -> None:
+        """Start the background loops (on the running event loop)."""
+        if self.memory is not None:
+            self._delivery = asyncio.get_running_loop().create_task(self.memory.run())
+        self.recovery = TurnRecovery(self.agent, interval_s=self.settings.turn_recovery_interval_s)
+        self.recovery.start()
+
+    async def close(self) -> None:
+        if self.recovery is not None:
+            await self.recovery.stop()
+        await self.agent.shutdown()
+        if self._delivery is not None:
+            self._delivery.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._delivery
+        if self.memory is not None:
+            self.memory.close()
+        await self.gateway.aclose()
+        self.tools.close()
+        self.db.dispose()
+
+
+def memory_options(settings: Settings) -> MemoryOptions:
+    key = settings.memory_embedding_api_key
+    return MemoryOptions(
+        data_dir=settings.data_dir,
+        vector_store=VectorStoreKind(settings.memory_store),
+        embedder=EmbedderKind(settings.memory_embedder),
+        embedding_model=settings.memory_embedding_model,
+        embedding_base_url=settings.memory_embedding_base_url,
+        embedding_api_key=key.get_secret_value() if key else None,
+        pgvector_url=settings.memory_pgvector_url,
+    )
+
+
+def build_memory_service(settings: Settings, db: Engine) -> MemoryService:
+    """Mem0 behind ``CustomerMemory`` plus the outbox deliverer (slow to build: run it off the event loop)."""
+    store = CustomerMemory(memory_options(settings))
+    store.warm_up()
+    return MemoryService(store, SqlOutboxRepository(db))
+
+
+async def build_services(settings: Settings, seams: ServiceOverrides = ServiceOverrides()) -> Services:
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    db = create_db_engine(settings.resolved_database_url)
+    upgrade(db)
+    gateway = seams.gateway or LLMGateway.from_settings(settings)
+    tools = build_tool_registry(
+        tools=shop_tools() if settings.demo_shop else (), tools_config_path=settings.tools_config_path
+    )
+    broker = EventBroker()
+    memory = await anyio.to_thread.run_sync(build_memory_service, settings, db) if settings.memory_enabled else None
+    agent = AgentService(
+        db=db,
+        gateway=gateway,
+        tools=tools,
+        broker=broker,
+        settings=settings,
+        prompts=prompt_environment(PROMPTS_DIR),
+        memory_section=seams.memory_section or (memory.section if memory else None),
+        engine_factory=seams.engine_factory,
+        conclusions_queued=memory.kick if memory else None,
+    )
+    return Services(
+        settings=settings,
+        db=db,
+        gateway=gateway,
+        tools=tools,
+        broker=broker,
+        agent=agent,
+        visitor_tokens=VisitorTokens(settings.secret_key.get_secret_value()),
+        message_limiter=RateLimiter(settings.visitor_messages_per_minute),
+        memory=memory,
+    )

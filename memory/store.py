@@ -19,7 +19,7 @@ with ``MemoryStoreBusyError`` instead of waiting for it. Requests to an embeddin
 
 Exception tree::
 
-    MemoryError_                 base (named so it does not shadow Python's MemoryError)
+    CustomerMemoryError          base
     ├── InvalidCustomerIdError   the customer id is empty, a wildcard, or has characters outside the pattern
     ├── MemoryNotFoundError      no such memory for this customer (also when it belongs to another customer)
     ├── MemoryStoreLockedError   another process owns the embedded store
@@ -58,23 +58,23 @@ EMBEDDING_MAX_RETRIES = 1
 logger = logging.getLogger(__name__)
 
 
-class MemoryError_(Exception):
+class CustomerMemoryError(Exception):
     """Base of the errors ``CustomerMemory`` raises on purpose."""
 
 
-class InvalidCustomerIdError(MemoryError_, ValueError):
+class InvalidCustomerIdError(CustomerMemoryError, ValueError):
     pass
 
 
-class MemoryNotFoundError(MemoryError_, LookupError):
+class MemoryNotFoundError(CustomerMemoryError, LookupError):
     pass
 
 
-class MemoryStoreLockedError(MemoryError_, RuntimeError):
+class MemoryStoreLockedError(CustomerMemoryError, RuntimeError):
     pass
 
 
-class MemoryStoreBusyError(MemoryError_, RuntimeError):
+class MemoryStoreBusyError(CustomerMemoryError, RuntimeError):
     pass
 
 
@@ -325,7 +325,7 @@ class CustomerMemory:
         )
         results = added.get("results", [])
         if not results:
-            raise MemoryError_(f"Mem0 stored nothing for conclusion {conclusion.content_hash[:12]}.")
+            raise CustomerMemoryError(f"Mem0 stored nothing for conclusion {conclusion.content_hash[:12]}.")
         memory_id = str(results[0]["id"])
         self._supersede(conclusion, memory_id, known)
         return memory_id

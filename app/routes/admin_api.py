@@ -23,14 +23,16 @@ from app.privacy import CustomerNotFoundError, Erasure, erase_customer, export_c
 from app.ratelimit import customer_rate_key
 from app.routes.errors import error_responses
 from app.services import Services
+from memory.store import MemoryStoreBusyError
 
 admin_bearer = HTTPBearer(scheme_name="AdminToken", description="The value of MEMDESK_ADMIN_TOKEN", auto_error=False)
 router = APIRouter(
     prefix="/api/admin",
     tags=["admin"],
     route_class=StrictJSONRoute,
-    responses=error_responses(401, 403, 404),
+    responses=error_responses(401, 403, 404, 503),
 )
+MEMORY_BUSY_RETRY_AFTER_S = 5
 CustomerRef = Annotated[
     str, Path(min_length=1, max_length=128, description="The customer's public id, or the shop's customer id")
 ]
@@ -77,8 +79,17 @@ class CustomerErased(BaseModel):
     erased: dict[str, int] = Field(description="How many rows (per table) and memories were deleted")
 
 
+def _memory_busy(error: MemoryStoreBusyError) -> HTTPException:
+    # Memories go first in an erasure, so nothing was deleted yet: trying again later is safe.
+    return HTTPException(
+        status.HTTP_503_SERVICE_UNAVAILABLE,
+        detail=f"Long-term memory is busy ({error}); nothing was changed. Try again shortly.",
+        headers={"Retry-After": str(MEMORY_BUSY_RETRY_AFTER_S)},
+    )
+
+
 def _memory(services: Services) -> Any:
-    return services.memory.memory if services.memory is not None else None
+    return services.memory.store if services.memory is not None else None
 
 
 @router.get("/customers/{customer_id}/export", response_model=CustomerExport)
@@ -91,6 +102,8 @@ async def export(customer_id: CustomerRef, services: AdminDep) -> dict[str, Any]
         return await anyio.to_thread.run_sync(run)
     except CustomerNotFoundError as error:
         raise HTTPException(status.HTTP_404_NOT_FOUND, detail=str(error)) from error
+    except MemoryStoreBusyError as error:
+        raise _memory_busy(error) from error
 
 
 @router.delete("/customers/{customer_id}", response_model=CustomerErased)
@@ -105,6 +118,8 @@ async def erase(customer_id: CustomerRef, services: AdminDep) -> CustomerErased:
         public_id, erasure = await anyio.to_thread.run_sync(run)
     except CustomerNotFoundError as error:
         raise HTTPException(status.HTTP_404_NOT_FOUND, detail=str(error)) from error
+    except MemoryStoreBusyError as error:
+        raise _memory_busy(error) from error
     services.broker.forget(erasure.conversation_ids)
     services.agent.forget_conversations(erasure.conversation_ids)
     services.message_limiter.forget(customer_rate_key(public_id))
