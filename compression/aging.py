@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from compression.assembly import notes_of
+from compression.messages import function_calls
 from compression.pruning import PRUNE_MIN_CHARS, PRUNED_MARKER, is_pruned, shrink_tool_output
 from compression.tokens import estimate_messages_tokens, estimate_text_tokens
 from compression.types import Message
@@ -40,14 +41,9 @@ class AgingResult:
 def _calls_by_id(messages: Sequence[Message]) -> dict[str, tuple[str, str]]:
     calls: dict[str, tuple[str, str]] = {}
     for message in messages:
-        for call in message.get("tool_calls") or ():
-            function = call.get("function") if isinstance(call, dict) else None
-            if isinstance(function, dict) and isinstance(call.get("id"), str):
-                arguments = function.get("arguments")
-                calls[call["id"]] = (
-                    str(function.get("name") or "tool"),
-                    arguments if isinstance(arguments, str) else "",
-                )
+        for call in function_calls(message):
+            if call.id:
+                calls[call.id] = (call.name or "tool", call.arguments)
     return calls
 
 

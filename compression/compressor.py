@@ -47,6 +47,7 @@ from compression.decisions import DecisionLedger, ReconcileContext
 from compression.engine import ContextEngine, register_engine, trace_event
 from compression.facts import DEFAULT_FACT_PATTERNS, FactExtractor, FactPattern
 from compression.fallback import fallback_summary
+from compression.messages import content_text, function_calls
 from compression.pinning import PinnedIdentifiers, PinSelection, strip_pinned_block
 from compression.pruning import PRUNE_MIN_CHARS, is_pruned, prune_tool_outputs, shrink_tool_output
 from compression.sanitize import sanitize_messages
@@ -61,7 +62,7 @@ from compression.summarizer import (
     load_prompt_templates,
     summarize_in_chunks,
 )
-from compression.tokens import content_text, estimate_message_tokens, estimate_messages_tokens, estimate_text_tokens
+from compression.tokens import estimate_message_tokens, estimate_messages_tokens, estimate_text_tokens
 from compression.types import CompressionResult, ContextOverflowError, KeyDecision, Message, SummaryLLM, Usage
 
 DEFAULT_THRESHOLD_PERCENT = 0.50
@@ -249,10 +250,8 @@ class ContextCompressor(ContextEngine):
                 self.extractor.extract(content)
             elif isinstance(content, str):
                 self.extractor.extract(content)
-            for call in message.get("tool_calls") or ():  # pinning reads tool-call arguments too
-                function = call.get("function") if isinstance(call, dict) else None
-                if isinstance(function, dict) and isinstance(function.get("arguments"), str):
-                    self.extractor.extract(function["arguments"])
+            for call in function_calls(message):  # pinning reads tool-call arguments too
+                self.extractor.extract(call.arguments)
         self._indexed = (len(messages), _fingerprint(messages, len(messages)))
 
     def age_tool_results(self, messages: list[Message]) -> AgingResult:

@@ -28,8 +28,8 @@ from datetime import date, datetime
 
 from compression.dates import absolute_dates, absolutize_dates, parse_timestamp, resolve_due
 from compression.facts import FactExtractor, normalize_identifier
+from compression.messages import content_text
 from compression.sections import CUSTOMER_PREFERENCES, KEY_DECISIONS, PROMISES, parse_sections, replace_section_items
-from compression.tokens import content_text
 from compression.types import KeyDecision, KeyDecisionKind, Message
 
 DECISION_SECTIONS: dict[str, KeyDecisionKind] = {

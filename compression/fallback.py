@@ -12,6 +12,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from compression.messages import content_text, function_calls, safe_json_text
 from compression.sections import (
     ACTIONS_TAKEN,
     CUSTOMER_GOAL,
@@ -21,7 +22,6 @@ from compression.sections import (
     render_sections,
 )
 from compression.summarizer import describe_turn
-from compression.tokens import content_text, safe_json_text
 from compression.types import Message
 
 FALLBACK_ITEM_CHARS = 240
@@ -61,14 +61,11 @@ def fallback_summary(
     results = {str(m.get("tool_call_id")): content_text(m.get("content")) for m in turns if m.get("role") == "tool"}
     actions = list(sections.get(ACTIONS_TAKEN, []))
     for message in turns:
-        for call in message.get("tool_calls") or ():
-            function = call.get("function") if isinstance(call, dict) else None
-            if not isinstance(function, dict):
-                continue
-            outcome = results.get(str(call.get("id")))
-            arguments = _one_line(str(function.get("arguments") or ""), 120)
+        for call in function_calls(message):
+            outcome = results.get(call.id)
+            arguments = _one_line(call.arguments, 120)
             result = _tool_outcome(outcome) if outcome is not None else "no result recorded"
-            actions.append(f"{function.get('name')}({arguments}) -> {result}")
+            actions.append(f"{call.name}({arguments}) -> {result}")
     sections[ACTIONS_TAKEN] = actions[-FALLBACK_SECTION_MAX_ITEMS:]
     asks = list(sections.get(PENDING_ASKS, [])) + [_one_line(text) for text in customer[-3:]]
     sections[PENDING_ASKS] = asks[-FALLBACK_SECTION_MAX_ITEMS:]

@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 
 from compression.facts import FactExtractor, normalize_identifier
+from compression.messages import content_text, function_calls
 from compression.pruning import PRUNED_MARKER
 from compression.sections import CRITICAL_CONTEXT, append_to_section
-from compression.tokens import content_text, estimate_text_tokens
+from compression.tokens import estimate_text_tokens
 from compression.types import Message
 
 PINNED_HEADING_LINE = "- Pinned identifiers from earlier turns (verbatim):"
@@ -73,10 +74,7 @@ def _sources(turns: Sequence[Message]) -> dict[PinRank, list[str]]:
             by_rank[_rank_of_tool_output(text)].append(text)
             continue
         conversation.append(text)
-        for call in message.get("tool_calls") or ():
-            function = call.get("function") if isinstance(call, dict) else None
-            if isinstance(function, dict) and isinstance(function.get("arguments"), str):
-                conversation.append(function["arguments"])
+        conversation += [call.arguments for call in function_calls(message)]
     return by_rank
 
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from compression.tokens import content_text, safe_json_text
+from compression.messages import content_text, safe_json_text
 from compression.types import Message
 
 KNOWN_ROLES = frozenset({"system", "user", "assistant", "tool", "developer"})

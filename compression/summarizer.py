@@ -23,13 +23,12 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from compression.dates import parse_timestamp
+from compression.messages import content_text, function_calls
 from compression.sections import SUMMARY_SECTIONS
 from compression.tokens import (
-    content_text,
     count_text_tokens,
     estimate_messages_tokens,
     estimate_text_tokens,
-    safe_json_text,
     texts_fit,
 )
 from compression.types import Completion, Message, SummaryLLM, Usage
@@ -91,9 +90,8 @@ def _format_stamp(moment: datetime | None) -> str:
 def tool_names_by_call_id(messages: Sequence[Message]) -> dict[str, str]:
     names: dict[str, str] = {}
     for message in messages:
-        for call in message.get("tool_calls") or ():
-            if isinstance(call, dict) and isinstance(call.get("function"), dict):
-                names[str(call.get("id"))] = str(call["function"].get("name") or "tool")
+        for call in function_calls(message):
+            names[call.id] = call.name or "tool"
     return names
 
 
@@ -107,12 +105,9 @@ def describe_turn(message: Message, index: int, tool_names: dict[str, str], head
     text = content_text(message.get("content")).strip()
     if text:
         lines.append(_clip(text, head, tail))
-    for call in message.get("tool_calls") or ():
-        function = call.get("function") if isinstance(call, dict) else None
-        if isinstance(function, dict):
-            arguments = safe_json_text(function.get("arguments"))
-            preview = _clip(arguments, TOOL_ARGUMENTS_PREVIEW_CHARS, 0)
-            lines.append(f"-> {function.get('name')}({preview})")
+    for call in function_calls(message):
+        preview = _clip(call.arguments, TOOL_ARGUMENTS_PREVIEW_CHARS, 0)
+        lines.append(f"-> {call.name}({preview})")
     return "\n".join(lines)
 
 

@@ -8,12 +8,11 @@ and two other non-ASCII characters per token.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any
 
+from compression.messages import content_text, function_calls
 from compression.types import Message
 
 ASCII_CHARS_PER_TOKEN = 4
@@ -76,54 +75,14 @@ def estimate_text_tokens(text: str) -> int:
     return count_text_tokens(text)
 
 
-def safe_json_text(value: Any) -> str:
-    """``value`` as JSON text when it can be serialized, otherwise its ``str``; never raises."""
-    if isinstance(value, str):
-        return value
-    try:
-        return json.dumps(value, ensure_ascii=False, default=str)
-    except (ValueError, TypeError, RecursionError):
-        try:
-            return str(value)
-        except Exception:  # a hostile __str__ must not crash a compaction
-            return ""
-
-
-def content_text(content: Any) -> str:
-    """The text of a message ``content``: a string, a list of content parts, or None."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts: list[str] = []
-        for part in content:
-            if isinstance(part, dict):
-                text = part.get("text")
-                if isinstance(text, str):
-                    parts.append(text)
-            elif isinstance(part, str):
-                parts.append(part)
-        return "\n".join(parts)
-    return safe_json_text(content)
-
-
 def estimate_message_tokens(message: Message) -> int:
     """Estimated tokens of one chat message, tool calls included."""
     tokens = MESSAGE_OVERHEAD_TOKENS + estimate_text_tokens(content_text(message.get("content")))
     tool_calls = message.get("tool_calls")
     if isinstance(tool_calls, list):
-        for call in tool_calls:
-            function = call.get("function") if isinstance(call, dict) else None
-            if not isinstance(function, dict):
-                tokens += TOOL_CALL_OVERHEAD_TOKENS
-                continue
-            arguments = safe_json_text(function.get("arguments"))
-            tokens += (
-                TOOL_CALL_OVERHEAD_TOKENS
-                + estimate_text_tokens(str(function.get("name") or ""))
-                + estimate_text_tokens(arguments)
-            )
+        tokens += TOOL_CALL_OVERHEAD_TOKENS * len(tool_calls)
+        for call in function_calls(message):
+            tokens += estimate_text_tokens(call.name) + estimate_text_tokens(call.arguments)
     return tokens
 
 

@@ -16,6 +16,8 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
+from compression.messages import function_calls, message_text
+
 MAX_CONFIRMATION_WORDS = 40
 CONFIRMATION_REQUIRED_CODE = "confirmation_required"  # ErrorCode.CONFIRMATION_REQUIRED, as it appears in JSON
 
@@ -31,18 +33,6 @@ _NEGATIVE = re.compile(
     r"\bhold off\b|\bnever ?mind\b|\bchanged my mind\b|\brather not\b|\bbut\b|\binstead\b|\bactually\b|"
     r"\bdon'?t\b|\bcancel that\b|\bhang on\b|👎",
 )
-
-
-def message_text(message: Mapping[str, Any]) -> str:
-    """The text of a chat message whose content is a string or a list of OpenAI content parts."""
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return " ".join(
-            str(part.get("text", "")) for part in content if isinstance(part, Mapping) and part.get("type") == "text"
-        )
-    return ""
 
 
 def is_affirmative(text: str) -> bool:
@@ -77,9 +67,7 @@ def _yes_spent(messages: Sequence[Mapping[str, Any]], write_tools: Collection[st
     call_names: dict[str, str] = {}
     for message in messages:
         if message.get("role") == "assistant":
-            for call in message.get("tool_calls") or ():
-                function = call.get("function") or {}
-                call_names[str(call.get("id"))] = str(function.get("name"))
+            call_names.update((call.id, call.name) for call in function_calls(message))
         elif message.get("role") == "tool" and call_names.get(str(message.get("tool_call_id"))) in write_tools:
             code = _error_code(message_text(message))
             if code is None or code == CONFIRMATION_REQUIRED_CODE:
