@@ -35,7 +35,7 @@ from jinja2 import Environment
 from sqlalchemy import Engine
 from sqlmodel import Session, col, select
 
-from app.conversation_context import ChatMessage, load_context, record_compaction, with_compaction_record
+from app.conversation_context import load_context, record_compaction, with_compaction_record
 from app.events import EventBroker
 from app.llm import ChatResponse, LLMError, LLMGateway
 from app.memory_outbox import enqueue_key_decisions
@@ -55,6 +55,7 @@ from compression import (
     ContextCompressor,
     ContextEngine,
 )
+from compression.messages import ChatMessage
 
 logger = logging.getLogger(__name__)
 
@@ -239,11 +240,12 @@ class AgentService:
                     role=MessageRole.ASSISTANT,
                     author=MessageAuthor.BOT,
                     content=response.content,
-                    tool_calls=[call.to_message_part() for call in response.tool_calls] or None,
+                    tool_calls=[dict(call.to_message_part()) for call in response.tool_calls] or None,
                     prompt_tokens=response.usage.prompt_tokens if response.usage else None,
                     completion_tokens=response.usage.completion_tokens if response.usage else None,
                 ),
             )
+            assert assistant.id is not None
             context.append({**response.to_message(), "id": assistant.id})
             if not response.tool_calls:
                 if engine.should_compress():
@@ -330,6 +332,7 @@ class AgentService:
                     tool_call_id=call.id,
                 ),
             )
+            assert tool_message.id is not None
             context.append({"role": "tool", "tool_call_id": call.id, "content": result.content, "id": tool_message.id})
             handed_off = handed_off or result.handed_off
         return handed_off

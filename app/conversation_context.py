@@ -29,9 +29,7 @@ from app.models import (
 )
 from compression import CompressionResult
 from compression.assembly import NOTES_KEY, insert_notes, repair_tool_sequence
-
-ChatMessage = dict[str, Any]
-
+from compression.messages import ChatMessage
 
 # Plain columns, not ORM objects: the context is rebuilt every turn and entity loading dominated its cost.
 _CONTEXT_COLUMNS = (

@@ -11,9 +11,9 @@ import logging
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
-from app.conversation_context import ChatMessage
 from app.settings import Settings
 from compression import CompressionError, ContextEngine, TruncationEngine, clear_caches, estimate_messages_tokens
+from compression.messages import ChatMessage
 
 logger = logging.getLogger(__name__)
 

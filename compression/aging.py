@@ -93,7 +93,9 @@ def age_tool_results(
             batch, saved = {}, 0
     if not stubs:
         return AgingResult(messages=messages)
-    aged = [{**message, "content": stubs[i]} if i in stubs else message for i, message in enumerate(messages)]
+    aged: list[Message] = [
+        {**message, "content": stubs[i]} if i in stubs else message for i, message in enumerate(messages)
+    ]
     return AgingResult(messages=aged, aged_call_ids=[str(messages[i]["tool_call_id"]) for i in sorted(stubs)])
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 from compression.types import Message
 
@@ -20,7 +21,7 @@ MISSING_RESULT_CONTENT = (
 
 # The notes message is recognised by this key, which the host sets and no text can produce, never by its wording:
 # a customer or a tool can write the frame above, but that stays ordinary content.
-NOTES_KEY = "memdesk_notes"
+NOTES_KEY: Final = "memdesk_notes"
 ROLES_FOR_NOTES = ("user", "assistant")
 
 

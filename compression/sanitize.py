@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
-from compression.messages import content_text, safe_json_text
+from compression.messages import ToolCallPart, content_text, safe_json_text
 from compression.types import Message
 
 KNOWN_ROLES = frozenset({"system", "user", "assistant", "tool", "developer"})
@@ -105,11 +105,12 @@ def _clean_message(message: dict[str, Any], index: int, notes: list[str]) -> tup
             return None, True
         notes.append(f"#{index}: role {str(role)[:20]!r} read as user")
         role, changed = "user", True
-    cleaned: Message = {**message, "role": role, "content": content}
+    # From here on the message has the shape the rest of the package relies on.
+    cleaned = cast(Message, {**message, "role": role, "content": content})
     calls, calls_changed = _clean_tool_calls(message.get("tool_calls"), index, notes)
     if "tool_calls" in message:
         if calls:
-            cleaned["tool_calls"] = calls
+            cleaned["tool_calls"] = cast(list[ToolCallPart], calls)
         else:
             cleaned.pop("tool_calls")
     if role == "tool" and not isinstance(message.get("tool_call_id"), str):
@@ -127,7 +128,7 @@ def sanitize_messages(messages: Sequence[Any]) -> Sanitized:
             result.notes.append(f"#{index}: {type(item).__name__} is not a message; dropped")
             continue
         if _is_clean(item):
-            result.messages.append(item)
+            result.messages.append(cast(Message, item))
             result.origins.append(index)
             continue
         cleaned, changed = _clean_message(item, index, result.notes)
@@ -135,6 +136,6 @@ def sanitize_messages(messages: Sequence[Any]) -> Sanitized:
             result.dropped += 1
             continue
         result.repaired += changed
-        result.messages.append(cleaned if changed else item)
+        result.messages.append(cleaned if changed else cast(Message, item))
         result.origins.append(index)
     return result

@@ -18,7 +18,10 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, Literal, Protocol, TypeAlias
 
-Message: TypeAlias = dict[str, Any]
+from compression.messages import ChatMessage
+
+# The chat message of the OpenAI wire format, as every engine and the host handle it (``compression.messages``).
+Message: TypeAlias = ChatMessage
 
 KeyDecisionKind = Literal["decision", "promise", "preference"]
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any
 
 from openai.types import CompletionUsage
 from openai.types.chat import ChatCompletion, ChatCompletionMessageCustomToolCall
@@ -12,6 +11,7 @@ from openai.types.chat.chat_completion import Choice
 from openai.types.chat.chat_completion_message_tool_call import ChatCompletionMessageToolCallUnion
 
 from app.llm.errors import MalformedResponse
+from compression.messages import ToolCallPart
 from compression.types import Message, Usage
 
 
@@ -23,7 +23,7 @@ class ToolCall:
     name: str
     arguments: str
 
-    def to_message_part(self) -> dict[str, Any]:
+    def to_message_part(self) -> ToolCallPart:
         return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
 
 
