@@ -45,6 +45,7 @@ from app.models import (
     Customer,
     Message,
     MessageAuthor,
+    MessagePublic,
     MessageRole,
 )
 from app.settings import Settings
@@ -81,19 +82,10 @@ class _ConversationState:
     pending: bool = False
 
 
-def message_event(message: Message, *, agent_name: str | None = None) -> dict[str, Any]:
-    """The ``message.created`` event data; ``agent_name`` is the human agent's display name for their messages."""
-    return {
-        "id": message.id,
-        "conversation_id": message.conversation_id,
-        "role": message.role.value,
-        "author": message.author.value,
-        "content": message.content,
-        "private": message.private,
-        "has_tool_calls": bool(message.tool_calls),
-        "created_at": message.created_at.isoformat(),
-        "agent_name": agent_name,
-    }
+def message_event(message: Message, conversation: Conversation, *, agent_name: str | None = None) -> dict[str, Any]:
+    """The ``message.created`` event data: the message as ``MessagePublic`` shows it."""
+    public = MessagePublic.of(message, conversation_public_id=conversation.public_id, agent_name=agent_name)
+    return public.model_dump(mode="json")
 
 
 class AgentService:
@@ -135,7 +127,7 @@ class AgentService:
         session.add(message)
         session.add(conversation)
         session.commit()
-        self.broker.publish(conversation.id, "message.created", message_event(message))
+        self.broker.publish(conversation.id, "message.created", message_event(message, conversation))
         if conversation.status not in SILENT_STATUSES:
             self.schedule_turn(conversation.id)
         return message
@@ -235,6 +227,7 @@ class AgentService:
                 engine.update_from_response(response.usage)
             assistant = self._persist(
                 session,
+                conversation,
                 Message(
                     conversation_id=conversation.id,
                     role=MessageRole.ASSISTANT,
@@ -254,6 +247,7 @@ class AgentService:
             if await self._run_tools(session, conversation, customer, response, context):
                 self._persist(
                     session,
+                    conversation,
                     Message(
                         conversation_id=conversation.id,
                         role=MessageRole.ASSISTANT,
@@ -324,6 +318,7 @@ class AgentService:
             session.commit()  # ends the read transaction of a read-only tool
             tool_message = self._persist(
                 session,
+                conversation,
                 Message(
                     conversation_id=conversation.id,
                     role=MessageRole.TOOL,
@@ -382,10 +377,10 @@ class AgentService:
         return with_compaction_record(result.messages, compaction)
 
     # -- helpers -------------------------------------------------------------------------------------------------
-    def _persist(self, session: Session, message: Message) -> Message:
+    def _persist(self, session: Session, conversation: Conversation, message: Message) -> Message:
         session.add(message)
         session.commit()  # the id is assigned on flush; nothing expires, so no new transaction starts here
-        self.broker.publish(message.conversation_id, "message.created", message_event(message))
+        self.broker.publish(message.conversation_id, "message.created", message_event(message, conversation))
         return message
 
     def _fail(self, session: Session, conversation_id: int, failure: TurnFailure) -> None:
@@ -401,6 +396,7 @@ class AgentService:
             return
         self._persist(
             session,
+            conversation,
             Message(
                 conversation_id=conversation_id,
                 role=MessageRole.ASSISTANT,

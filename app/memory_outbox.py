@@ -138,8 +138,6 @@ class SqlOutboxRepository:
     def counts(self) -> dict[str, int]:
         """Outbox rows per status (for health checks and the console)."""
         with Session(self.db) as session:
-            pairs = session.exec(
-                select(ConclusionRow.status, func.count()).group_by(col(ConclusionRow.status))
-            ).all()
+            pairs = session.exec(select(ConclusionRow.status, func.count()).group_by(col(ConclusionRow.status))).all()
             session.commit()
         return {str(status): int(count) for status, count in pairs}

@@ -12,14 +12,12 @@ Importing this package registers every table on ``SQLModel.metadata`` (what alem
 
 from app.models.base import DEFAULT_CURRENCY, NAMING_CONVENTION, utc_now
 from app.models.conclusions import Conclusion, ConclusionKind, ConclusionSource, OutboxStatus
-from app.models.console import Agent, AgentCreate, AgentPublic, AgentRole, AuditEvent
+from app.models.console import Agent, AgentRole, AuditEvent
 from app.models.context import Compaction, ContextSegment, SegmentReason, segment_title
 from app.models.shop import (
     HelpArticle,
-    HelpArticlePublic,
     Order,
     OrderItem,
-    OrderPublic,
     OrderStatus,
     Product,
     Refund,
@@ -30,16 +28,11 @@ from app.models.shop import (
 )
 from app.models.support import (
     Conversation,
-    ConversationCreate,
     ConversationPublic,
     ConversationStatus,
-    ConversationUpdate,
     Customer,
-    CustomerCreate,
-    CustomerPublic,
     Message,
     MessageAuthor,
-    MessageCreate,
     MessagePublic,
     MessageRole,
 )
@@ -48,8 +41,6 @@ __all__ = [
     "DEFAULT_CURRENCY",
     "NAMING_CONVENTION",
     "Agent",
-    "AgentCreate",
-    "AgentPublic",
     "AgentRole",
     "AuditEvent",
     "Compaction",
@@ -58,23 +49,16 @@ __all__ = [
     "ConclusionSource",
     "ContextSegment",
     "Conversation",
-    "ConversationCreate",
     "ConversationPublic",
     "ConversationStatus",
-    "ConversationUpdate",
     "Customer",
-    "CustomerCreate",
-    "CustomerPublic",
     "HelpArticle",
-    "HelpArticlePublic",
     "Message",
     "MessageAuthor",
-    "MessageCreate",
     "MessagePublic",
     "MessageRole",
     "Order",
     "OrderItem",
-    "OrderPublic",
     "OrderStatus",
     "OutboxStatus",
     "Product",

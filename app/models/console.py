@@ -19,7 +19,6 @@ AGENT_NAME_LENGTH = 200
 AGENT_EMAIL_LENGTH = 320
 PASSWORD_HASH_LENGTH = 255
 AUDIT_FIELD_LENGTH = 64
-MIN_PASSWORD_LENGTH = 12
 
 
 class AgentRole(StrEnum):
@@ -34,21 +33,12 @@ class AgentBase(SQLModel):
     active: bool = True
 
 
-class AgentCreate(AgentBase):
-    password: str = Field(min_length=MIN_PASSWORD_LENGTH)
-
-
 class Agent(AgentBase, table=True):
     __tablename__ = "agents"
 
     id: int | None = Field(default=None, primary_key=True)
     password_hash: str = Field(max_length=PASSWORD_HASH_LENGTH)
     created_at: datetime = Field(default_factory=utc_now)
-
-
-class AgentPublic(AgentBase):
-    id: int
-    created_at: datetime
 
 
 class AuditEvent(SQLModel, table=True):

@@ -87,11 +87,6 @@ class Order(OrderBase, table=True):
     customer_id: int = Field(foreign_key="customers.id", index=True)
 
 
-class OrderPublic(OrderBase):
-    id: int
-    customer_id: int
-
-
 class OrderItem(SQLModel, table=True):
     __tablename__ = "order_items"
 
@@ -137,7 +132,3 @@ class HelpArticle(HelpArticleBase, table=True):
     __tablename__ = "help_articles"
 
     id: int | None = Field(default=None, primary_key=True)
-
-
-class HelpArticlePublic(HelpArticleBase):
-    id: int

@@ -69,10 +69,6 @@ class CustomerBase(SQLModel):
     phone: str | None = Field(default=None, max_length=PHONE_LENGTH)
 
 
-class CustomerCreate(CustomerBase):
-    pass
-
-
 class Customer(CustomerBase, table=True):
     __tablename__ = "customers"
     __table_args__ = (sa.Index("ix_customers_public_id", "public_id", unique=True), NEVER_REUSE_IDS)
@@ -83,26 +79,11 @@ class Customer(CustomerBase, table=True):
     created_at: datetime = Field(default_factory=utc_now)
 
 
-class CustomerPublic(CustomerBase):
-    public_id: str
-    created_at: datetime
-
-
 # --- conversations -----------------------------------------------------------------------------------------------
 
 
 class ConversationBase(SQLModel):
     title: str = Field(default="", max_length=NAME_LENGTH)
-
-
-class ConversationCreate(ConversationBase):
-    customer_id: int
-
-
-class ConversationUpdate(SQLModel):
-    title: str | None = Field(default=None, max_length=NAME_LENGTH)
-    status: ConversationStatus | None = None
-    assigned_agent_id: int | None = None
 
 
 class Conversation(ConversationBase, table=True):
@@ -121,12 +102,22 @@ class Conversation(ConversationBase, table=True):
 
 
 class ConversationPublic(ConversationBase):
-    id: int
-    customer_id: int
+    """A conversation as the API shows it, named by its public id."""
+
+    id: str = Field(description="The conversation's public id")
     status: ConversationStatus
-    assigned_agent_id: int | None
     created_at: datetime
     updated_at: datetime
+
+    @classmethod
+    def of(cls, conversation: Conversation) -> ConversationPublic:
+        return cls(
+            id=conversation.public_id,
+            title=conversation.title,
+            status=conversation.status,
+            created_at=conversation.created_at,
+            updated_at=conversation.updated_at,
+        )
 
 
 # --- messages ----------------------------------------------------------------------------------------------------
@@ -140,10 +131,6 @@ class MessageBase(SQLModel):
     tool_call_id: str | None = Field(default=None, max_length=TOOL_CALL_ID_LENGTH)
     author: MessageAuthor = Field(sa_type=enum_type(MessageAuthor))
     private: bool = False
-
-
-class MessageCreate(MessageBase):
-    pass
 
 
 class Message(MessageBase, table=True):
@@ -160,8 +147,37 @@ class Message(MessageBase, table=True):
     completion_tokens: int | None = None
 
 
-class MessagePublic(MessageBase):
+class MessagePublic(SQLModel):
+    """A message as the API and the live events show it; ``customer_visible`` is the one rule for what a customer
+    may see: their own and the replies' text, never private notes, tool traffic or empty assistant turns."""
+
     id: int
-    conversation_id: int
-    agent_id: int | None
+    conversation_id: str = Field(description="The conversation's public id")
+    role: MessageRole
+    author: MessageAuthor
+    content: str
+    private: bool = False
+    has_tool_calls: bool = False
     created_at: datetime
+    agent_name: str | None = Field(default=None, description="The human agent's display name on their messages")
+
+    @classmethod
+    def of(cls, message: Message, *, conversation_public_id: str, agent_name: str | None = None) -> MessagePublic:
+        assert message.id is not None
+        return cls(
+            id=message.id,
+            conversation_id=conversation_public_id,
+            role=message.role,
+            author=message.author,
+            content=message.content or "",
+            private=message.private,
+            has_tool_calls=bool(message.tool_calls),
+            created_at=message.created_at,
+            agent_name=agent_name if message.author == MessageAuthor.AGENT else None,
+        )
+
+    @property
+    def customer_visible(self) -> bool:
+        return (
+            not self.private and self.role in (MessageRole.USER, MessageRole.ASSISTANT) and bool(self.content.strip())
+        )

@@ -14,7 +14,6 @@ transaction before it returns, reads included.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, HTTPException, Path, Query, Request, status
@@ -30,11 +29,11 @@ from app.identity import IdentityError, Visitor, verify_shop_identity
 from app.models import (
     Agent,
     Conversation,
+    ConversationPublic,
     ConversationStatus,
     Customer,
     Message,
-    MessageAuthor,
-    MessageRole,
+    MessagePublic,
 )
 from app.ratelimit import customer_rate_key
 from app.routes.errors import error_responses
@@ -81,49 +80,10 @@ class ConversationStart(BaseModel):
     title: FreeText = Field(default="", max_length=MAX_NAME_CHARS)
 
 
-class WidgetConversation(BaseModel):
-    id: str = Field(description="The conversation's public id")
-    title: str
-    status: ConversationStatus
-    created_at: datetime
-    updated_at: datetime
-
-
-class WidgetMessage(BaseModel):
-    id: int
-    role: MessageRole
-    author: MessageAuthor
-    content: str
-    created_at: datetime
-    agent_name: str | None = Field(default=None, description="The human agent's display name on their messages")
-
-
 class MessageIn(BaseModel):
     content: Annotated[FreeText, AfterValidator(_not_blank)] = Field(
         description="The customer's text; its longest accepted length is the server's MEMDESK_MAX_MESSAGE_CHARS (413)",
         json_schema_extra={"pattern": SOME_VISIBLE_TEXT},
-    )
-
-
-def _widget_message(message: Message, *, agent_name: str | None = None) -> WidgetMessage:
-    assert message.id is not None
-    return WidgetMessage(
-        id=message.id,
-        role=message.role,
-        author=message.author,
-        content=message.content or "",
-        created_at=message.created_at,
-        agent_name=agent_name if message.author == MessageAuthor.AGENT else None,
-    )
-
-
-def _widget_conversation(conversation: Conversation) -> WidgetConversation:
-    return WidgetConversation(
-        id=conversation.public_id,
-        title=conversation.title,
-        status=conversation.status,
-        created_at=conversation.created_at,
-        updated_at=conversation.updated_at,
     )
 
 
@@ -155,14 +115,6 @@ def _own_conversation(session: Session, visitor: Visitor, conversation_ref: str)
     return conversation
 
 
-def is_customer_visible(message: Message) -> bool:
-    return (
-        not message.private
-        and message.role in (MessageRole.USER, MessageRole.ASSISTANT)
-        and bool((message.content or "").strip())
-    )
-
-
 @router.post(
     "/sessions",
     response_model=SessionStarted,
@@ -187,8 +139,8 @@ def start_session(body: SessionStart, session: SessionDep, services: ServicesDep
     return SessionStarted(token=token, customer_id=customer.public_id, verified=customer.external_id is not None)
 
 
-@router.post("/conversations", response_model=WidgetConversation, status_code=status.HTTP_201_CREATED)
-def start_conversation(body: ConversationStart, visitor: VisitorDep, session: SessionDep) -> WidgetConversation:
+@router.post("/conversations", response_model=ConversationPublic, status_code=status.HTTP_201_CREATED)
+def start_conversation(body: ConversationStart, visitor: VisitorDep, session: SessionDep) -> ConversationPublic:
     customer = _customer(session, visitor)
     assert customer.id is not None
     conversation = Conversation(customer_id=customer.id, title=body.title)
@@ -196,11 +148,11 @@ def start_conversation(body: ConversationStart, visitor: VisitorDep, session: Se
     session.flush()
     start_first_segment(session, conversation)
     session.commit()
-    return _widget_conversation(conversation)
+    return ConversationPublic.of(conversation)
 
 
-@router.get("/conversations", response_model=list[WidgetConversation])
-def list_conversations(visitor: VisitorDep, session: SessionDep) -> list[WidgetConversation]:
+@router.get("/conversations", response_model=list[ConversationPublic])
+def list_conversations(visitor: VisitorDep, session: SessionDep) -> list[ConversationPublic]:
     customer = _customer(session, visitor)
     statement = (
         select(Conversation)
@@ -209,12 +161,12 @@ def list_conversations(visitor: VisitorDep, session: SessionDep) -> list[WidgetC
     )
     conversations = session.exec(statement).all()
     session.commit()
-    return [_widget_conversation(c) for c in conversations]
+    return [ConversationPublic.of(c) for c in conversations]
 
 
 @router.get(
     "/conversations/{conversation_id}/messages",
-    response_model=list[WidgetMessage],
+    response_model=list[MessagePublic],
     responses=error_responses(status.HTTP_404_NOT_FOUND),
 )
 def list_messages(
@@ -222,7 +174,7 @@ def list_messages(
     visitor: VisitorDep,
     session: SessionDep,
     after_id: Annotated[DatabaseInt, Query(description="Only messages after this message id")] = 0,
-) -> list[WidgetMessage]:
+) -> list[MessagePublic]:
     conversation = _own_conversation(session, visitor, conversation_id)
     statement = (
         select(Message, Agent.name)
@@ -232,12 +184,13 @@ def list_messages(
     )
     rows = session.exec(statement).all()
     session.commit()
-    return [_widget_message(m, agent_name=name) for m, name in rows if is_customer_visible(m)]
+    public = [MessagePublic.of(m, conversation_public_id=conversation_id, agent_name=name) for m, name in rows]
+    return [message for message in public if message.customer_visible]
 
 
 @router.post(
     "/conversations/{conversation_id}/messages",
-    response_model=WidgetMessage,
+    response_model=MessagePublic,
     status_code=status.HTTP_202_ACCEPTED,
     responses=error_responses(
         status.HTTP_404_NOT_FOUND,
@@ -248,7 +201,7 @@ def list_messages(
 )
 async def post_message(
     conversation_id: ConversationRef, body: MessageIn, visitor: VisitorDep, services: ServicesDep
-) -> WidgetMessage:
+) -> MessagePublic:
     """Store the customer's message (committed before the reply starts) and answer it in the background.
 
     Async on purpose: the agent and the live-event broker live on the event loop. It opens its own short session
@@ -260,7 +213,7 @@ async def post_message(
 
 def _post_message(
     session: Session, services: Services, visitor: Visitor, conversation_ref: str, body: MessageIn
-) -> WidgetMessage:
+) -> MessagePublic:
     conversation = _own_conversation(session, visitor, conversation_ref)
     text = body.content
     limit = services.settings.max_message_chars
@@ -282,20 +235,15 @@ def _post_message(
             headers={"Retry-After": str(int(wait) + 1)},
         )
     message = services.agent.accept_customer_message(session, conversation, text)
-    return _widget_message(message)
+    return MessagePublic.of(message, conversation_public_id=conversation.public_id)
 
 
-def _customer_event(event: Event, conversation_ref: str) -> str | None:
+def _customer_event(event: Event) -> str | None:
     """The event as the customer's stream sends it, or None when it is not for customers."""
     if event.type not in CUSTOMER_EVENT_TYPES:
         return None
-    if event.type == "message.created":
-        data = event.data
-        visible_role = data.get("role") in ("user", "assistant")
-        if not (visible_role and not data.get("private") and (data.get("content") or "").strip()):
-            return None
-        # Event data carries the internal conversation key; customers only ever see the public id.
-        return event.to_sse({**data, "conversation_id": conversation_ref})
+    if event.type == "message.created" and not MessagePublic.model_validate(event.data).customer_visible:
+        return None
     return event.to_sse()
 
 
@@ -354,7 +302,7 @@ async def conversation_events(
                 if event is None:
                     yield ": keep-alive\n\n"
                     continue
-                frame = _customer_event(event, conversation_id)
+                frame = _customer_event(event)
                 if frame is not None:
                     yield frame
 

@@ -37,7 +37,6 @@ from app.models import (
     MessagePublic,
     MessageRole,
     Order,
-    OrderPublic,
     OutboxStatus,
     SegmentReason,
     segment_title,
@@ -255,10 +254,11 @@ def test_messages_keep_tool_calls_and_private_notes(engine: Engine) -> None:
         session.commit()
         raw_nulls = session.connection().execute(text("SELECT COUNT(*) FROM messages WHERE tool_calls IS NULL"))
         messages = session.exec(select(Message).order_by(Message.id)).all()
-        public = [MessagePublic.model_validate(message) for message in messages]
+        public = [MessagePublic.of(message, conversation_public_id=conversation.public_id) for message in messages]
     assert raw_nulls.scalar() == 2  # SQL NULL, not the JSON text 'null'
-    assert public[0].tool_calls == tool_calls and public[0].role is MessageRole.ASSISTANT
-    assert public[1].tool_call_id == "call_1" and public[2].private
+    assert messages[0].tool_calls == tool_calls and public[0].has_tool_calls and public[0].role is MessageRole.ASSISTANT
+    assert messages[1].tool_call_id == "call_1" and public[2].private
+    assert [message.customer_visible for message in public] == [False, False, False], "tool traffic and a note"
 
 
 def test_conclusion_content_hash_is_unique_per_customer(engine: Engine) -> None:
@@ -301,18 +301,38 @@ def test_deleting_a_conversation_removes_its_messages_segments_and_compactions(e
         ]
         session.add_all(messages)
         session.flush()
-        start = ContextSegment(conversation_id=conversation.id, reason=SegmentReason.START, number=1,
-                               title=segment_title(1, SegmentReason.START), first_message_id=messages[0].id)
+        start = ContextSegment(
+            conversation_id=conversation.id,
+            reason=SegmentReason.START,
+            number=1,
+            title=segment_title(1, SegmentReason.START),
+            first_message_id=messages[0].id,
+        )
         session.add(start)
         session.flush()
-        second = ContextSegment(conversation_id=conversation.id, parent_id=start.id, reason=SegmentReason.COMPRESSION,
-                                number=2, title=segment_title(2, SegmentReason.COMPRESSION))
+        second = ContextSegment(
+            conversation_id=conversation.id,
+            parent_id=start.id,
+            reason=SegmentReason.COMPRESSION,
+            number=2,
+            title=segment_title(2, SegmentReason.COMPRESSION),
+        )
         session.add(second)
         session.flush()
         assert second.id is not None and messages[0].id is not None and messages[1].id is not None
-        session.add(Compaction(conversation_id=conversation.id, segment_id=second.id, first_message_id=messages[0].id,
-                               last_message_id=messages[1].id, summary="Customer asked twice.", main_model="m",
-                               tokens_before=900, tokens_after=300, trace_event={"strategy": "summary"}))
+        session.add(
+            Compaction(
+                conversation_id=conversation.id,
+                segment_id=second.id,
+                first_message_id=messages[0].id,
+                last_message_id=messages[1].id,
+                summary="Customer asked twice.",
+                main_model="m",
+                tokens_before=900,
+                tokens_after=300,
+                trace_event={"strategy": "summary"},
+            )
+        )
         session.commit()  # fmt: skip
         assert second.title == "Segment 2 (compression)"
         session.delete(conversation)
@@ -347,8 +367,6 @@ def test_public_models_read_from_tables(engine: Engine) -> None:
                       shipping_country="US")  # fmt: skip
         session.add(order)
         session.commit()
-        conversation_public = ConversationPublic.model_validate(conversation)
-        order_public = OrderPublic.model_validate(order)
-    assert conversation_public.status is ConversationStatus.BOT
+        conversation_public = ConversationPublic.of(conversation)
+    assert conversation_public.id == conversation.public_id and conversation_public.status is ConversationStatus.BOT
     assert conversation_public.updated_at.tzinfo is not None
-    assert order_public.number == "#W1234567" and order_public.status == "pending" and order_public.currency == "USD"

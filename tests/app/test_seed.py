@@ -199,8 +199,16 @@ def test_demo_customer_has_an_order_in_every_status(session: Session) -> None:
 def test_help_articles_are_real_content(session: Session) -> None:
     articles = session.exec(select(HelpArticle)).all()
     slugs = {article.slug for article in articles}
-    for topic in ("return-policy", "refund-timing", "shipping-times-and-costs", "change-shipping-address",
-                  "cancel-an-order", "product-warranty", "payment-methods", "reset-password"):
+    for topic in (
+        "return-policy",
+        "refund-timing",
+        "shipping-times-and-costs",
+        "change-shipping-address",
+        "cancel-an-order",
+        "product-warranty",
+        "payment-methods",
+        "reset-password",
+    ):
         assert topic in slugs  # fmt: skip
     for article in articles:
         assert len(article.body) >= 250, article.slug

@@ -17,7 +17,7 @@ from starlette.requests import HTTPConnection
 from app.agent import message_event
 from app.db import get_session
 from app.identity import shop_identity_hmac
-from app.models import Agent, Message, MessageAuthor, MessageRole
+from app.models import Agent, Conversation, Message, MessageAuthor, MessageRole
 from app.routes.widget_pages import STATIC_DIR
 from tests.app.conftest import app_settings
 from tests.app.live_app import IDENTITY_SECRET, LiveApp, run_live_app
@@ -120,8 +120,10 @@ def test_agent_messages_carry_the_agents_name_and_private_notes_stay_hidden(live
                        agent_id=agent.id, private=True, content="Internal: check the refund")  # fmt: skip
         session.add_all([reply, note])
         session.commit()
-        assert message_event(reply, agent_name="Sam Rivera")["agent_name"] == "Sam Rivera"
-        assert message_event(reply)["agent_name"] is None
+        conversation = session.get(Conversation, key)
+        assert conversation is not None
+        assert message_event(reply, conversation, agent_name="Sam Rivera")["agent_name"] == "Sam Rivera"
+        assert message_event(reply, conversation)["agent_name"] is None
 
     messages = client.get(f"/api/widget/conversations/{conversation_id}/messages").json()
     assert [(m["author"], m["content"], m["agent_name"]) for m in messages] == [

@@ -427,7 +427,10 @@ def test_handoff_is_announced_and_a_human_agents_messages_carry_their_name(
         conversation.status = ConversationStatus.HUMAN
         session.add_all([reply, note, conversation])
         session.commit()
-        events = [message_event(note, agent_name="Sam Rivera"), message_event(reply, agent_name="Sam Rivera")]
+        events = [
+            message_event(note, conversation, agent_name="Sam Rivera"),
+            message_event(reply, conversation, agent_name="Sam Rivera"),
+        ]
     for data in events:
         publish_event(live, conversation_id, "message.created", data)
     publish_event(live, conversation_id, "conversation.status", {"status": "human"})
@@ -476,7 +479,9 @@ def test_keyboard_focus_labels_unread_count_and_a_phone_sized_screen(visit: Visi
                        content="One more thing: your coupon is SAVE10.")  # fmt: skip
         session.add(late)
         session.commit()
-        publish_event(live, conversation_id, "message.created", message_event(late))
+        conversation = session.get(Conversation, conversation_id)
+        assert conversation is not None
+        publish_event(live, conversation_id, "message.created", message_event(late, conversation))
     visitor.widget(".badge").wait_for()
     assert (
         visitor.widget(".badge").inner_text() == "1" and launcher.get_attribute("aria-label") == "Open chat (1 unread)"

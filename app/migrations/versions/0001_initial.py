@@ -152,9 +152,7 @@ def upgrade() -> None:
             ondelete="SET NULL",
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_context_segments")),
-        sa.UniqueConstraint(
-            "conversation_id", "number", name=op.f("uq_context_segments_conversation_id_number")
-        ),
+        sa.UniqueConstraint("conversation_id", "number", name=op.f("uq_context_segments_conversation_id_number")),
     )
     op.create_index(op.f("ix_context_segments_conversation_id"), "context_segments", ["conversation_id"])
 
@@ -285,9 +283,7 @@ def _create_shop_tables() -> None:
         sa.Column("shipping_region", sa.String(length=200), nullable=True),
         sa.Column("shipping_postal_code", sa.String(length=16), nullable=False),
         sa.Column("shipping_country", sa.String(length=2), nullable=False),
-        sa.ForeignKeyConstraint(
-            ["customer_id"], ["customers.id"], name=op.f("fk_orders_customer_id_customers")
-        ),
+        sa.ForeignKeyConstraint(["customer_id"], ["customers.id"], name=op.f("fk_orders_customer_id_customers")),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_orders")),
         sa.UniqueConstraint("number", name=op.f("uq_orders_number")),
     )
@@ -303,9 +299,7 @@ def _create_shop_tables() -> None:
         sa.ForeignKeyConstraint(
             ["order_id"], ["orders.id"], name=op.f("fk_order_items_order_id_orders"), ondelete="CASCADE"
         ),
-        sa.ForeignKeyConstraint(
-            ["product_id"], ["products.id"], name=op.f("fk_order_items_product_id_products")
-        ),
+        sa.ForeignKeyConstraint(["product_id"], ["products.id"], name=op.f("fk_order_items_product_id_products")),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_order_items")),
     )
     op.create_index(op.f("ix_order_items_order_id"), "order_items", ["order_id"])
