@@ -344,9 +344,11 @@ class AgentService:
             result = await anyio.to_thread.run_sync(lambda: engine.compress(list(context)))
         except Exception as error:  # a compressor bug must not cost the customer their answer
             return uncompacted_context(context, error, self.settings, conversation_id)
-        price = self.settings.model_prices.get(result.summary_model or "")
-        usage = result.summary_usage
-        cost = price.cost(usage.prompt_tokens, usage.completion_tokens) if price and usage else None
+        cost = (
+            self.gateway.ledger.cost(result.summary_model, result.summary_usage)
+            if result.summary_model and result.summary_usage
+            else None
+        )
         compaction = record_compaction(
             session,
             conversation_id=conversation_id,

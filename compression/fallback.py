@@ -16,7 +16,6 @@ from compression.messages import content_text, function_calls, safe_json_text
 from compression.sections import (
     ACTIONS_TAKEN,
     CUSTOMER_GOAL,
-    HANDOFF_STATE,
     PENDING_ASKS,
     parse_sections,
     render_sections,
@@ -49,9 +48,7 @@ def _tool_outcome(content: str) -> str:
     return _one_line(content, 120)
 
 
-def fallback_summary(
-    turns: Sequence[Message], *, first_index: int, previous_summary: str | None, handoff_note: str | None = None
-) -> str:
+def fallback_summary(turns: Sequence[Message], *, first_index: int, previous_summary: str | None) -> str:
     """Notes built without an LLM: earlier notes kept, plus customer asks, tool calls and outcomes, last turns."""
     sections = parse_sections(previous_summary) if previous_summary else {}
     customer = [content_text(m.get("content")) for m in turns if m.get("role") == "user"]
@@ -69,8 +66,6 @@ def fallback_summary(
     sections[ACTIONS_TAKEN] = actions[-FALLBACK_SECTION_MAX_ITEMS:]
     asks = list(sections.get(PENDING_ASKS, [])) + [_one_line(text) for text in customer[-3:]]
     sections[PENDING_ASKS] = asks[-FALLBACK_SECTION_MAX_ITEMS:]
-    if handoff_note:
-        sections[HANDOFF_STATE] = [handoff_note]
     recent = [
         _one_line(
             describe_turn(

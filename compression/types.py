@@ -8,8 +8,7 @@ not accept before sending.
 Exception tree::
 
     CompressionError                base of everything this package raises on purpose
-    ├── ContextOverflowError        protected content alone does not fit the model's window
-    └── SummaryUnavailableError     (internal) the summary model and the main model both failed
+    └── ContextOverflowError        protected content alone does not fit the model's window
 """
 
 from __future__ import annotations
@@ -111,7 +110,3 @@ class ContextOverflowError(CompressionError):
             f"{protected_tokens} tokens, more than the model's {context_length}-token window. Shorten the system "
             f"prompt or the latest message, or use a model with a larger context window."
         )
-
-
-class SummaryUnavailableError(CompressionError):
-    """Both the summary model and the main model failed to produce a summary."""

@@ -41,11 +41,17 @@ class UsageLedger:
         self._lock = threading.Lock()
         self._totals: dict[str, ModelUsage] = {}
 
+    def cost(self, model: str, usage: Usage | None, *, answered_by: str | None = None) -> float | None:
+        """US dollars for ``usage`` of ``model``; None when the model has no price (its cost is unknown)."""
+        price = self._prices.get(model) or (self._prices.get(answered_by) if answered_by else None)
+        if price is None:
+            return None
+        return price.cost(usage.prompt_tokens, usage.completion_tokens) if usage else 0.0
+
     def record(self, model: str, usage: Usage | None, *, answered_by: str | None = None) -> ModelUsage:
         prompt = usage.prompt_tokens if usage else 0
         completion = usage.completion_tokens if usage else 0
-        price = self._prices.get(model) or (self._prices.get(answered_by) if answered_by else None)
-        cost = price.cost(prompt, completion) if price else 0.0
+        cost = self.cost(model, usage, answered_by=answered_by) or 0.0
         with self._lock:
             current = self._totals.get(model, ModelUsage(model))
             updated = dataclasses.replace(
