@@ -411,6 +411,33 @@ class _Graph:
         return self.op("LayerNormalization", x, scale, bias, axis=-1, epsilon=LAYER_NORM_EPSILON)
 
 
+def _encoder_layer(
+    graph: _Graph,
+    tensors: dict[str, npt.NDArray[Any]],
+    hidden: str,
+    prefix: str,
+    scalar: dict[str, str],
+    attention_bias: str,
+) -> str:
+    """One BERT encoder layer: self-attention, then the feed-forward block, each with its residual LayerNorm."""
+    attention = f"{prefix}.attention.self"
+    heads_shape, hidden_shape = scalar["heads_shape"], scalar["hidden_shape"]
+    query = graph.split_heads(graph.linear(hidden, tensors, f"{attention}.query"), heads_shape, HEADS_FIRST)
+    key = graph.split_heads(graph.linear(hidden, tensors, f"{attention}.key"), heads_shape, HEADS_FIRST_KEY_T)
+    value = graph.split_heads(graph.linear(hidden, tensors, f"{attention}.value"), heads_shape, HEADS_FIRST)
+    scores = graph.op("Add", graph.op("Mul", graph.op("MatMul", query, key), scalar["attention_scale"]), attention_bias)
+    context = graph.op("MatMul", graph.op("Softmax", scores, axis=-1), value)
+    context = graph.op("Reshape", graph.op("Transpose", context, perm=HEADS_FIRST), hidden_shape)
+    attended = graph.linear(context, tensors, f"{prefix}.attention.output.dense")
+    hidden = graph.layer_norm(graph.op("Add", attended, hidden), tensors, f"{prefix}.attention.output.LayerNorm")
+
+    intermediate = graph.linear(hidden, tensors, f"{prefix}.intermediate.dense")
+    erf = graph.op("Erf", graph.op("Div", intermediate, scalar["sqrt2"]))  # exact GELU, as BERT uses
+    gelu = graph.op("Mul", graph.op("Mul", intermediate, scalar["half"]), graph.op("Add", erf, scalar["one"]))
+    output = graph.linear(gelu, tensors, f"{prefix}.output.dense")
+    return graph.layer_norm(graph.op("Add", output, hidden), tensors, f"{prefix}.output.LayerNorm")
+
+
 def _minilm_graph(tensors: dict[str, npt.NDArray[Any]]) -> onnx.ModelProto:
     from onnx import TensorProto, helper
 
@@ -424,8 +451,8 @@ def _minilm_graph(tensors: dict[str, npt.NDArray[Any]]) -> onnx.ModelProto:
         "min_tokens": graph.constant("min_tokens", np.array(POOLING_MIN_TOKENS, np.float32)),
         "min_norm": graph.constant("min_norm", np.array(NORMALIZE_MIN_NORM, np.float32)),
     }
-    heads_shape = graph.constant("heads_shape", np.array([0, 0, NUM_HEADS, HEAD_DIMS], np.int64))
-    hidden_shape = graph.constant("hidden_shape", np.array([0, 0, EMBEDDING_DIMS], np.int64))
+    scalar["heads_shape"] = graph.constant("heads_shape", np.array([0, 0, NUM_HEADS, HEAD_DIMS], np.int64))
+    scalar["hidden_shape"] = graph.constant("hidden_shape", np.array([0, 0, EMBEDDING_DIMS], np.int64))
     axis = {n: graph.constant(f"axis_{n}", np.array([n], np.int64)) for n in (0, 1, 2)}
     head_axes = graph.constant("head_axes", np.array([1, 2], np.int64))
 
@@ -445,25 +472,7 @@ def _minilm_graph(tensors: dict[str, npt.NDArray[Any]]) -> onnx.ModelProto:
     attention_bias = graph.op("Mul", padding, scalar["masked_bias"])  # batch x 1 x 1 x tokens
 
     for layer in range(NUM_LAYERS):
-        prefix = f"encoder.layer.{layer}"
-
-        attention = f"{prefix}.attention.self"
-        query = graph.split_heads(graph.linear(hidden, tensors, f"{attention}.query"), heads_shape, HEADS_FIRST)
-        key = graph.split_heads(graph.linear(hidden, tensors, f"{attention}.key"), heads_shape, HEADS_FIRST_KEY_T)
-        value = graph.split_heads(graph.linear(hidden, tensors, f"{attention}.value"), heads_shape, HEADS_FIRST)
-        scores = graph.op(
-            "Add", graph.op("Mul", graph.op("MatMul", query, key), scalar["attention_scale"]), attention_bias
-        )
-        context = graph.op("MatMul", graph.op("Softmax", scores, axis=-1), value)
-        context = graph.op("Reshape", graph.op("Transpose", context, perm=HEADS_FIRST), hidden_shape)
-        attended = graph.linear(context, tensors, f"{prefix}.attention.output.dense")
-        hidden = graph.layer_norm(graph.op("Add", attended, hidden), tensors, f"{prefix}.attention.output.LayerNorm")
-
-        intermediate = graph.linear(hidden, tensors, f"{prefix}.intermediate.dense")
-        erf = graph.op("Erf", graph.op("Div", intermediate, scalar["sqrt2"]))  # exact GELU, as BERT uses
-        gelu = graph.op("Mul", graph.op("Mul", intermediate, scalar["half"]), graph.op("Add", erf, scalar["one"]))
-        output = graph.linear(gelu, tensors, f"{prefix}.output.dense")
-        hidden = graph.layer_norm(graph.op("Add", output, hidden), tensors, f"{prefix}.output.LayerNorm")
+        hidden = _encoder_layer(graph, tensors, hidden, f"encoder.layer.{layer}", scalar, attention_bias)
 
     token_mask = graph.op("Unsqueeze", mask, axis[2])  # batch x tokens x 1
     summed = graph.op("ReduceSum", graph.op("Mul", hidden, token_mask), axis[1], keepdims=0)

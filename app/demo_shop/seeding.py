@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from datetime import datetime
 
-from sqlmodel import Session, col, select
+from sqlmodel import Session, SQLModel, col, select
 
 from app.demo_shop.catalog import CatalogProduct, HelpArticleSeed
 from app.demo_shop.generator import DEMO_BASE_DATE, DEMO_RANDOM_SEED, DemoCustomer, DemoOrder, generate_demo_shop
@@ -105,6 +105,59 @@ def _insert_products(session: Session, products: Iterable[CatalogProduct]) -> tu
     return {sku: id_ for sku, id_ in rows if id_}, len(new)
 
 
+def _order_row(order: DemoOrder, customer_id: int) -> Order:
+    address = order.address
+    return Order(
+        number=order.number,
+        customer_id=customer_id,
+        status=order.status,
+        placed_at=order.placed_at,
+        total_cents=order.total_cents,
+        shipping_name=address.name,
+        shipping_line1=address.line1,
+        shipping_line2=address.line2,
+        shipping_city=address.city,
+        shipping_region=address.region,
+        shipping_postal_code=address.postal_code,
+        shipping_country=address.country,
+    )
+
+
+def _order_children(order: DemoOrder, order_id: int, product_ids: dict[str, int]) -> list[SQLModel]:
+    """The items, shipments and refunds of one order."""
+    items = [
+        OrderItem(
+            order_id=order_id,
+            product_id=product_ids[item.sku],
+            quantity=item.quantity,
+            unit_price_cents=item.unit_price_cents,
+        )
+        for item in order.items
+    ]
+    shipments = [
+        Shipment(
+            order_id=order_id,
+            carrier=shipment.carrier,
+            tracking_number=shipment.tracking_number,
+            status=shipment.status,
+            events=list(shipment.events),
+            eta=shipment.eta,
+        )
+        for shipment in order.shipments
+    ]
+    refunds = [
+        Refund(
+            order_id=order_id,
+            amount_cents=refund.amount_cents,
+            reason=refund.reason,
+            status=refund.status,
+            created_at=refund.created_at,
+        )
+        for refund in order.refunds
+    ]
+    return [*items, *shipments, *refunds]
+
+
 def _insert_orders(
     session: Session,
     orders: Iterable[DemoOrder],
@@ -116,63 +169,17 @@ def _insert_orders(
     numbers = [order.number for order in wanted]
     existing = set(session.exec(select(Order.number).where(col(Order.number).in_(numbers))))
     pending = [order for order in wanted if order.number not in existing]
-    rows = [
-        Order(
-            number=order.number,
-            customer_id=customer_ids[order.customer_external_id],
-            status=order.status,
-            placed_at=order.placed_at,
-            total_cents=order.total_cents,
-            shipping_name=order.address.name,
-            shipping_line1=order.address.line1,
-            shipping_line2=order.address.line2,
-            shipping_city=order.address.city,
-            shipping_region=order.address.region,
-            shipping_postal_code=order.address.postal_code,
-            shipping_country=order.address.country,
-        )
-        for order in pending
-    ]
+    rows = [_order_row(order, customer_ids[order.customer_external_id]) for order in pending]
     session.add_all(rows)
     session.flush()
-    items: list[OrderItem] = []
-    shipments: list[Shipment] = []
-    refunds: list[Refund] = []
+    children: list[SQLModel] = []
     for order, row in zip(pending, rows, strict=True):
         assert row.id is not None  # set by the flush above
-        items.extend(
-            OrderItem(
-                order_id=row.id,
-                product_id=product_ids[item.sku],
-                quantity=item.quantity,
-                unit_price_cents=item.unit_price_cents,
-            )
-            for item in order.items
-        )
-        shipments.extend(
-            Shipment(
-                order_id=row.id,
-                carrier=shipment.carrier,
-                tracking_number=shipment.tracking_number,
-                status=shipment.status,
-                events=list(shipment.events),
-                eta=shipment.eta,
-            )
-            for shipment in order.shipments
-        )
-        refunds.extend(
-            Refund(
-                order_id=row.id,
-                amount_cents=refund.amount_cents,
-                reason=refund.reason,
-                status=refund.status,
-                created_at=refund.created_at,
-            )
-            for refund in order.refunds
-        )
-    session.add_all([*items, *shipments, *refunds])
+        children += _order_children(order, row.id, product_ids)
+    session.add_all(children)
     session.flush()
-    return len(rows), len(items), len(shipments), len(refunds)
+    counts = [sum(isinstance(child, kind) for child in children) for kind in (OrderItem, Shipment, Refund)]
+    return len(rows), counts[0], counts[1], counts[2]
 
 
 def _insert_articles(session: Session, articles: Iterable[HelpArticleSeed]) -> int:
