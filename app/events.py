@@ -1,4 +1,4 @@
-"""Live conversation events for the widget and the console: an in-process broker with resumable ids.
+"""Live conversation events: an in-process broker with resumable ids.
 
 Event types: ``message.created``, ``message.delta`` (streamed reply tokens), ``typing`` (on/off) and
 ``conversation.status``. Each conversation numbers its events; an event id is ``<boot>:<sequence>`` so that a client

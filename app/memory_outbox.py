@@ -136,7 +136,7 @@ class SqlOutboxRepository:
             session.commit()
 
     def counts(self) -> dict[str, int]:
-        """Outbox rows per status (for health checks and the console)."""
+        """Outbox rows per status (for health checks)."""
         with Session(self.db) as session:
             pairs = session.exec(select(ConclusionRow.status, func.count()).group_by(col(ConclusionRow.status))).all()
             session.commit()

@@ -32,7 +32,7 @@ class ContextEngine(ABC):
 
     name: str = ""
 
-    # State the host reads (for logging, metrics and the console).
+    # State the host reads (for logging and metrics).
     last_prompt_tokens: int = 0
     threshold_tokens: int = 0
     context_length: int = 0

@@ -177,7 +177,7 @@ class CustomerMemory:
             if "already accessed by another instance" in str(error):
                 raise MemoryStoreLockedError(
                     f"Another process already owns the embedded memory store at {options.qdrant_path}. Run a single "
-                    "memdesk server per data directory (the nightly sync runs inside it), stop the other process, "
+                    "memdesk server per data directory, stop the other process, "
                     "or move memories to pgvector (MEMDESK_MEMORY_STORE=pgvector) to share them between processes."
                 ) from error
             raise

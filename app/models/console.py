@@ -1,8 +1,8 @@
 """Console agents (the humans who supervise the bot) and the audit trail of everything with consequences.
 
 An audit event is written for every write action, whoever performed it: a tool acting for a customer (actor
-``"bot"``), an agent in the console (actor ``"agent:<id>"``) or a background job. ``detail`` holds the arguments and
-outcome as JSON so the trail can be read without joining other tables.
+``"bot"``), a human agent (actor ``"agent:<id>"``), an administrator or a background job. ``detail`` holds the
+arguments and outcome as JSON so the trail can be read without joining other tables.
 """
 
 from __future__ import annotations

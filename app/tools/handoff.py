@@ -1,7 +1,7 @@
 """Handing the conversation over to a human agent.
 
-``transfer_to_human`` sets the conversation to ``needs_human`` (it then shows up in the console's queue, and the
-bot stops replying: the result has ``handed_off=True``), and records an audit event that carries the model's summary
+``transfer_to_human`` sets the conversation to ``needs_human`` (the bot stops replying: the result has
+``handed_off=True``), and records an audit event that carries the model's summary
 for the agent who picks it up. It needs no confirmation: asking for a person must always work.
 """
 

@@ -413,7 +413,7 @@ def test_handoff_is_announced_and_a_human_agents_messages_carry_their_name(
     visitor.screenshot("09-handoff")
     conversation_id = conversation_of(live, "I want to talk to a person")
 
-    # What the console will do when an agent answers: store the message, then publish it with the agent's name.
+    # A human agent answers: the message is stored, then published with the agent's name.
     with live.db() as session:
         agent = Agent(email="sam@example.com", name="Sam Rivera", password_hash="not-used")
         session.add(agent)
