@@ -35,10 +35,12 @@ from jinja2 import Environment
 from sqlalchemy import Engine
 from sqlmodel import Session, col, select
 
+from app import logs
 from app.conversation_context import load_context, record_compaction, with_compaction_record
 from app.events import EventBroker
 from app.llm import ChatResponse, LLMError, LLMGateway
 from app.memory_outbox import enqueue_key_decisions
+from app.metrics import Metrics
 from app.models import (
     Conversation,
     ConversationStatus,
@@ -103,6 +105,7 @@ class AgentService:
         memory_section: MemorySection | None = None,
         engine_factory: EngineFactory | None = None,
         conclusions_queued: Callable[[], None] | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.db = db
         self.gateway = gateway
@@ -112,6 +115,7 @@ class AgentService:
         self.prompts = prompts
         self.memory_section = memory_section
         self.conclusions_queued = conclusions_queued
+        self.metrics = metrics or Metrics()
         self.engines = ContextEngines(engine_factory or self._default_engine)
         self._states: dict[int, _ConversationState] = {}
         self._tasks: set[asyncio.Task[None]] = set()
@@ -184,6 +188,13 @@ class AgentService:
 
     # -- one turn ------------------------------------------------------------------------------------------------
     async def run_turn(self, conversation_id: int) -> None:
+        context_token = logs.conversation_id.set(str(conversation_id))
+        try:
+            await self._run_turn(conversation_id)
+        finally:
+            logs.conversation_id.reset(context_token)
+
+    async def _run_turn(self, conversation_id: int) -> None:
         # SQLite transactions take the write lock when they begin (app.db), so a turn never keeps one open across
         # an await: every database step ends with a commit, and loaded rows stay usable (expire_on_commit=False).
         with Session(self.db, expire_on_commit=False) as session:
@@ -198,28 +209,35 @@ class AgentService:
                 return
             conversation, customer = found
             self.broker.publish(conversation_id, "typing", {"on": True})
+            started, outcome = time.perf_counter(), "answered"
             try:
                 await self._reply(session, conversation, customer)
             except TurnFailure as failure:
+                outcome = "failed"
                 session.rollback()
                 self._fail(session, conversation_id, failure)
             except Exception as error:  # a bug must not leave the customer without an answer
+                outcome = "failed"
                 logger.exception("Turn crashed in conversation %s", conversation_id)
                 session.rollback()
                 self._fail(session, conversation_id, TurnFailure(f"internal error: {type(error).__name__}"))
             finally:
                 self.broker.publish(conversation_id, "typing", {"on": False})
+                self.metrics.turns.labels(outcome=outcome).inc()
+                self.metrics.turn_seconds.observe(time.perf_counter() - started)
 
     async def _reply(self, session: Session, conversation: Conversation, customer: Customer) -> None:
         assert conversation.id is not None and customer.id is not None
         engine = self.engines.get(conversation.id)
         system_prompt, turn_context = await self._system_prompt(session, conversation, customer)
-        context = aged_context(engine, load_context(session, conversation.id, system_prompt), conversation.id)
+        context = aged_context(
+            engine, load_context(session, conversation.id, system_prompt), conversation.id, self.metrics
+        )
         session.commit()
         if engine.should_compress_preflight(context):
             context = await self._compact(session, conversation.id, customer.id, engine, context)
         for _ in range(MAX_TOOL_ROUNDS):
-            context = aged_context(engine, context, conversation.id)
+            context = aged_context(engine, context, conversation.id, self.metrics)
             # Stable prefix first (instructions, notes, transcript), the volatile turn context last: a provider's
             # prompt cache then reuses everything up to the newest messages.
             response = await self._chat(conversation.id, [*context, {"role": "system", "content": turn_context}])
@@ -374,6 +392,8 @@ class AgentService:
             logger.info("context compaction in conversation %s: %s", conversation_id, event)
         if compaction is None:
             return context
+        self.metrics.compactions.labels(summary="fallback" if result.fallback_used else "model").inc()
+        self.metrics.tokens_saved.inc(max(0, result.tokens_before - result.tokens_after))
         sizes = {"tokens_before": result.tokens_before, "tokens_after": result.tokens_after}
         self.broker.publish(conversation_id, "context.compacted", {"compaction_id": compaction.id, **sizes})
         return with_compaction_record(result.messages, compaction)

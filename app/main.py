@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
 
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
@@ -21,8 +20,9 @@ from app.agent import MemorySection
 from app.http_input import validation_error_response
 from app.http_limits import RequestLimits
 from app.llm import LLMGateway
-from app.routes import admin_api, widget_api, widget_pages
-from app.services import ServiceOverrides, Services, build_services
+from app.logs import RequestIds
+from app.routes import admin_api, ops, widget_api, widget_pages
+from app.services import ServiceOverrides, build_services
 from app.settings import Settings, get_settings
 from app.turn_context import EngineFactory
 
@@ -50,7 +50,8 @@ def create_app(
         finally:
             await services.close()
 
-    app = FastAPI(title="memdesk", lifespan=lifespan)
+    # Swagger UI and ReDoc are served from local assets (app.routes.ops), not FastAPI's CDN-backed pages.
+    app = FastAPI(title="memdesk", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.add_exception_handler(RequestValidationError, validation_error_response)
     # The widget runs on the shop's pages, another origin: let it call the customer API (bearer tokens, no cookies).
     app.add_middleware(
@@ -61,22 +62,11 @@ def create_app(
         expose_headers=["Retry-After"],
         allow_credentials=False,
     )
+    app.add_middleware(RequestIds)
     app.add_middleware(RequestLimits, routes=app.router.routes)  # outermost: size limits come before anything
     app.include_router(widget_api.router)
     app.include_router(widget_pages.router)
     app.include_router(admin_api.router)
-
-    @app.get("/healthz", tags=["ops"])
-    def healthz() -> dict[str, Any]:
-        """Liveness, plus the conclusions outbox per status and the deliverer's counters when memory is on."""
-        services: Services | None = getattr(app.state, "services", None)
-        if services is None or services.memory is None:
-            return {"status": "ok"}
-        outbox = services.memory.outbox
-        return {
-            "status": "ok",
-            "outbox": services.memory.repository.counts(),
-            "deliveries": {"delivered": outbox.delivered_total, "failed": outbox.failed_total},
-        }
+    ops.install(app)
 
     return app

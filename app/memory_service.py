@@ -22,9 +22,11 @@ import asyncio
 import contextlib
 import html
 import logging
+import time
 from collections.abc import Sequence
 
 from app.memory_outbox import SqlOutboxRepository, memory_customer_id
+from app.metrics import Metrics
 from app.worker_pool import BoundedWorkerPool, DependencyUnavailableError, in_daemon_thread
 from memory.conclusions import Conclusion, MemoryItem
 from memory.outbox import ConclusionOutbox, DeliveryReport
@@ -94,10 +96,12 @@ class MemoryService:
         max_waiting: int = MEMORY_MAX_WAITING,
         recall_timeout_s: float = RECALL_TIMEOUT_S,
         remember_timeout_s: float = REMEMBER_TIMEOUT_S,
+        metrics: Metrics | None = None,
     ) -> None:
         self.store = memory
         self.repository = repository
         self.recall_timeout_s = recall_timeout_s
+        self.metrics = metrics or Metrics()
         self.pool = BoundedWorkerPool("memory", workers=workers, max_waiting=max_waiting)
         contained = _ContainedMemory(self.pool, memory, timeout_s=remember_timeout_s)
         self.outbox = ConclusionOutbox(repository, contained)
@@ -109,13 +113,24 @@ class MemoryService:
         return format_memory_section(recalled, self.store.active_promises(memory_id))
 
     async def section(self, customer_id: int, latest_message: str) -> str:
+        started = time.perf_counter()
         try:
-            return await self.pool.run(self._recall, customer_id, latest_message, timeout_s=self.recall_timeout_s)
+            section = await self.pool.run(self._recall, customer_id, latest_message, timeout_s=self.recall_timeout_s)
+            self.metrics.recall_seconds.observe(time.perf_counter() - started)
+            return section
         except DependencyUnavailableError as error:
             logger.warning("Answering customer %s without memory: %s", customer_id, error)
         except Exception:
             logger.exception("Memory recall failed for customer %s; answering without it", customer_id)
+        self.metrics.recall_failures.inc()
         return ""
+
+    # The conclusions outbox as ``/metrics`` reads it (``app.metrics.OutboxView``).
+    def counts(self) -> dict[str, int]:
+        return self.repository.counts()
+
+    def delivery_totals(self) -> tuple[int, int]:
+        return self.outbox.delivered_total, self.outbox.failed_total
 
     def kick(self) -> None:
         """Deliver queued conclusions soon (called after a compaction committed outbox rows)."""

@@ -24,6 +24,7 @@ from app.identity import VisitorTokens
 from app.llm import LLMGateway
 from app.memory_outbox import SqlOutboxRepository
 from app.memory_service import MemoryService
+from app.metrics import Metrics
 from app.ratelimit import RateLimiter
 from app.settings import Settings
 from app.tools import ToolRegistry, build_tool_registry
@@ -53,6 +54,7 @@ class Services:
     agent: AgentService
     visitor_tokens: VisitorTokens
     message_limiter: RateLimiter
+    metrics: Metrics
     memory: MemoryService | None = None
     recovery: TurnRecovery | None = None
     _delivery: asyncio.Task[None] | None = field(default=None, repr=False)
@@ -92,11 +94,11 @@ def memory_options(settings: Settings) -> MemoryOptions:
     )
 
 
-def build_memory_service(settings: Settings, db: Engine) -> MemoryService:
+def build_memory_service(settings: Settings, db: Engine, metrics: Metrics) -> MemoryService:
     """Mem0 behind ``CustomerMemory`` plus the outbox deliverer (slow to build: run it off the event loop)."""
     store = CustomerMemory(memory_options(settings))
     store.warm_up()
-    return MemoryService(store, SqlOutboxRepository(db))
+    return MemoryService(store, SqlOutboxRepository(db), metrics=metrics)
 
 
 async def build_services(settings: Settings, seams: ServiceOverrides = ServiceOverrides()) -> Services:
@@ -108,7 +110,13 @@ async def build_services(settings: Settings, seams: ServiceOverrides = ServiceOv
         tools=shop_tools() if settings.demo_shop else (), tools_config_path=settings.tools_config_path
     )
     broker = EventBroker()
-    memory = await anyio.to_thread.run_sync(build_memory_service, settings, db) if settings.memory_enabled else None
+    metrics = Metrics()
+    metrics.watch_ledger(gateway.ledger)
+    memory = (
+        await anyio.to_thread.run_sync(build_memory_service, settings, db, metrics) if settings.memory_enabled else None
+    )
+    if memory is not None:
+        metrics.watch_outbox(memory)
     agent = AgentService(
         db=db,
         gateway=gateway,
@@ -119,6 +127,7 @@ async def build_services(settings: Settings, seams: ServiceOverrides = ServiceOv
         memory_section=seams.memory_section or (memory.section if memory else None),
         engine_factory=seams.engine_factory,
         conclusions_queued=memory.kick if memory else None,
+        metrics=metrics,
     )
     return Services(
         settings=settings,
@@ -129,5 +138,6 @@ async def build_services(settings: Settings, seams: ServiceOverrides = ServiceOv
         agent=agent,
         visitor_tokens=VisitorTokens(settings.secret_key.get_secret_value()),
         message_limiter=RateLimiter(settings.visitor_messages_per_minute),
+        metrics=metrics,
         memory=memory,
     )

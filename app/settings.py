@@ -79,6 +79,10 @@ class Settings(BaseSettings):
     local_model_port: int = 8765
     local_model_threads: int = 2
     access_log: bool = True
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_format: Literal["text", "json"] = "text"
+    # Bearer token /metrics requires when set; unset, /metrics is open (bind it to a private network).
+    metrics_token: SecretStr | None = None
 
     @model_validator(mode="after")
     def _refuse_placeholder_secret(self) -> Settings:

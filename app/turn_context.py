@@ -11,6 +11,7 @@ import logging
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
+from app.metrics import Metrics
 from app.settings import Settings
 from compression import CompressionError, ContextEngine, TruncationEngine, clear_caches, estimate_messages_tokens
 from compression.messages import ChatMessage
@@ -77,7 +78,9 @@ def uncompacted_context(
         raise TurnFailure(f"context does not fit the model: {truncation_error}") from error
 
 
-def aged_context(engine: ContextEngine, context: list[ChatMessage], conversation_id: int) -> list[ChatMessage]:
+def aged_context(
+    engine: ContextEngine, context: list[ChatMessage], conversation_id: int, metrics: Metrics
+) -> list[ChatMessage]:
     """``context`` with old tool output aged by the engine (the transcript keeps it whole); never fails a turn."""
     try:
         aged = engine.age_tool_results(context)
@@ -86,4 +89,5 @@ def aged_context(engine: ContextEngine, context: list[ChatMessage], conversation
         return context
     for event in aged.events:
         logger.info("context aging in conversation %s: %s", conversation_id, event)
+        metrics.aging_batches.inc()
     return aged.messages

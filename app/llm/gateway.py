@@ -17,7 +17,7 @@ from pydantic import SecretStr
 from app.llm.errors import TRANSLATED_ERRORS, Endpoint, ErrorTranslator
 from app.llm.responses import ChatResponse, checked_completion, first_choice, response_from_completion, usage_of
 from app.llm.streaming import StreamAssembler
-from app.llm.usage import UsageLedger
+from app.llm.usage import Purpose, UsageLedger
 from app.settings import ModelPrice, Settings
 from compression.types import Completion, Message, Usage
 
@@ -29,6 +29,7 @@ DEFAULT_MAX_RETRIES = 2
 # Local servers ignore the key, but the SDK refuses to start without one.
 PLACEHOLDER_API_KEY = "not-needed"
 CHAT_COMPLETIONS_PATH = "/chat/completions"
+REACHABILITY_TIMEOUT_S = 2.0
 # MEMDESK_LLM_BASE_URL unset means the bundled local model, served on MEMDESK_LOCAL_MODEL_PORT.
 EMBEDDED_BASE_URL_TEMPLATE = "http://127.0.0.1:{port}/v1"
 # Keys of a chat message that OpenAI-compatible APIs accept; the rest (created_at, ids) stays in memdesk.
@@ -139,7 +140,7 @@ class LLMGateway:
         """
         model = self.chat_model
         body = chat_body(model, messages, tools, stream=stream, max_tokens=max_tokens)
-        with self._translated_errors(model, self._chat_endpoint) as state:
+        with self._translated_errors(model, self._chat_endpoint, "chat") as state:
             if stream:
                 response = await self._chat_streamed(model, body, on_delta, state)
             else:
@@ -149,7 +150,7 @@ class LLMGateway:
                 response = response_from_completion(completion, model=model, request_id=state.request_id)
                 if on_delta is not None and response.content:
                     await _emit(on_delta, response.content)
-        self._record(model, response.usage, response.model, response.request_id)
+        self._record(model, response.usage, response.model, response.request_id, "chat")
         return response
 
     async def _chat_streamed(
@@ -171,6 +172,15 @@ class LLMGateway:
                     await _emit(on_delta, text)
         return assembler.result(state.request_id)
 
+    async def reachable(self) -> bool:
+        """Whether the chat endpoint answers at all (its model list), within a short timeout and without retries."""
+        client = self._chat_async.with_options(timeout=REACHABILITY_TIMEOUT_S, max_retries=0)
+        try:
+            await client.models.list()
+        except openai.OpenAIError:
+            return False
+        return True
+
     # complete (SummaryLLM) --------------------------------------------------------------------------------------
 
     def complete(self, messages: list[Message], *, model: str, max_tokens: int) -> Completion:
@@ -178,7 +188,7 @@ class LLMGateway:
         on_summary_endpoint = self.summary_model is not None and model == self.summary_model
         client = self._summary_sync if on_summary_endpoint else self._chat_sync
         endpoint = self._summary_endpoint if on_summary_endpoint else self._chat_endpoint
-        with self._translated_errors(model, endpoint) as state:
+        with self._translated_errors(model, endpoint, "summary") as state:
             created = client.chat.completions.create(
                 model=model, messages=wire_messages(messages), max_tokens=max_tokens, stream=False
             )
@@ -187,7 +197,7 @@ class LLMGateway:
             text = first_choice(completion).message.content or ""
             usage = usage_of(completion.usage)
             answered_by = completion.model or model
-        self._record(model, usage, answered_by, state.request_id)
+        self._record(model, usage, answered_by, state.request_id, "summary")
         return Completion(text=text, model=answered_by, usage=usage)
 
     # lifecycle --------------------------------------------------------------------------------------------------
@@ -220,10 +230,13 @@ class LLMGateway:
 
     # internals --------------------------------------------------------------------------------------------------
 
-    def _record(self, model: str, usage: Usage | None, answered_by: str, request_id: str | None) -> None:
-        totals = self.ledger.record(model, usage, answered_by=answered_by)
+    def _record(
+        self, model: str, usage: Usage | None, answered_by: str, request_id: str | None, purpose: Purpose
+    ) -> None:
+        totals = self.ledger.record(model, usage, answered_by=answered_by, purpose=purpose)
         logger.debug(
-            "LLM call model=%s answered_by=%s request_id=%s usage=%s cost_total_usd=%.6f",
+            "LLM %s call model=%s answered_by=%s request_id=%s usage=%s cost_total_usd=%.6f",
+            purpose,
             model,
             answered_by,
             request_id,
@@ -232,13 +245,13 @@ class LLMGateway:
         )
 
     @contextmanager
-    def _translated_errors(self, model: str, endpoint: Endpoint) -> Iterator[_CallState]:
+    def _translated_errors(self, model: str, endpoint: Endpoint, purpose: Purpose) -> Iterator[_CallState]:
         state = _CallState()
         try:
             yield state
         except TRANSLATED_ERRORS as exc:
             error = self._errors.translate(exc, model, endpoint, state.request_id)
-            self.ledger.record_failure(model)
+            self.ledger.record_failure(model, purpose=purpose)
             logger.warning("%s (%s)", error, type(error).__name__)
             raise error from exc
 

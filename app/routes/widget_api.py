@@ -13,11 +13,13 @@ transaction before it returns, reads included.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, HTTPException, Path, Query, Request, status
 from fastapi.responses import StreamingResponse
+from prometheus_client import Gauge
 from pydantic import AfterValidator, BaseModel, Field
 from sqlmodel import Session, col, select
 
@@ -228,6 +230,7 @@ def _post_message(
         raise HTTPException(status.HTTP_409_CONFLICT, detail="This conversation is closed; start a new one.")
     wait = services.message_limiter.retry_after(customer_rate_key(visitor.customer_public_id))
     if wait is not None:
+        services.metrics.rate_limited.inc()
         session.rollback()
         raise HTTPException(
             status.HTTP_429_TOO_MANY_REQUESTS,
@@ -236,6 +239,14 @@ def _post_message(
         )
     message = services.agent.accept_customer_message(session, conversation, text)
     return MessagePublic.of(message, conversation_public_id=conversation.public_id)
+
+
+@contextmanager
+def _counted_down(gauge: Gauge) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        gauge.dec()
 
 
 def _customer_event(event: Event) -> str | None:
@@ -292,7 +303,8 @@ async def conversation_events(
     subscription = services.broker.subscribe(key, last_event_id or since)
 
     async def stream() -> AsyncIterator[str]:
-        with subscription:
+        services.metrics.sse_connections.inc()
+        with subscription, _counted_down(services.metrics.sse_connections):
             yield "retry: 2000\n\n"
             while not await request.is_disconnected():
                 try:

@@ -27,6 +27,7 @@ FUZZ_SEED = 20261130
 FUZZ_EXAMPLES = 60
 STREAM_READ_S = 1.0
 ADMIN_TOKEN = "admin-token-for-the-fuzz-suite-0123456789"
+METRICS_TOKEN = "metrics-token-for-the-fuzz-suite-0123456789"
 FUZZ_SECRET_KEY = "fuzz-secret-key-0123456789-abcdefghijklmnop"
 
 
@@ -34,7 +35,11 @@ FUZZ_SECRET_KEY = "fuzz-secret-key-0123456789-abcdefghijklmnop"
 def fuzz_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveApp]:
     with ScriptedLLMServer() as llm:
         settings = app_settings(
-            tmp_path_factory.mktemp("fuzz"), llm, admin_token=ADMIN_TOKEN, visitor_messages_per_minute=100_000
+            tmp_path_factory.mktemp("fuzz"),
+            llm,
+            admin_token=ADMIN_TOKEN,
+            metrics_token=METRICS_TOKEN,
+            visitor_messages_per_minute=100_000,
         )
         yield from run_live_app(settings)
 
@@ -79,6 +84,8 @@ def test_every_operation_answers_as_documented_and_never_with_a_server_error(
     token, conversation = visitor
     if case.path.startswith("/api/admin"):
         headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    elif case.path == "/metrics":
+        headers = {"Authorization": f"Bearer {METRICS_TOKEN}"}
     else:
         headers = {"Authorization": f"Bearer {token}"}
         positive = case.meta is None or case.meta.generation.mode is GenerationMode.POSITIVE

@@ -1,0 +1,112 @@
+"""Prometheus metrics (``GET /metrics``), on a registry of the app's own so that several apps in one process (tests)
+never share counters.
+
+Two kinds: instruments the code updates as things happen (turns, compactions, recall, live streams, rate limits),
+and values read from their owner when Prometheus scrapes: LLM requests, tokens and cost come from the gateway's
+``UsageLedger`` and the outbox counts from its repository, so nothing is counted twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Protocol
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from app.llm import UsageLedger
+
+
+class OutboxView(Protocol):
+    """What the metrics read from the conclusions outbox at scrape time."""
+
+    def counts(self) -> Mapping[str, int]: ...
+
+    def delivery_totals(self) -> tuple[int, int]: ...
+
+
+TURN_SECONDS_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+RECALL_SECONDS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5)
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+class _LedgerCollector(Collector):
+    def __init__(self, ledger: UsageLedger) -> None:
+        self.ledger = ledger
+
+    def collect(self) -> Iterable[Metric]:
+        labels = ["model", "purpose"]
+        requests = CounterMetricFamily("memdesk_llm_requests", "LLM requests answered", labels=labels)
+        errors = CounterMetricFamily("memdesk_llm_errors", "LLM requests that failed", labels=labels)
+        tokens = CounterMetricFamily("memdesk_llm_tokens", "LLM tokens billed", labels=[*labels, "kind"])
+        cost = CounterMetricFamily("memdesk_llm_cost_usd", "LLM cost in US dollars", labels=labels)
+        for usage in self.ledger.by_purpose():
+            key = [usage.model, usage.purpose]
+            requests.add_metric(key, usage.requests)
+            errors.add_metric(key, usage.failures)
+            tokens.add_metric([*key, "prompt"], usage.prompt_tokens)
+            tokens.add_metric([*key, "completion"], usage.completion_tokens)
+            cost.add_metric(key, usage.cost_usd)
+        return [requests, errors, tokens, cost]
+
+
+class _OutboxCollector(Collector):
+    def __init__(self, outbox: OutboxView) -> None:
+        self.outbox = outbox
+
+    def collect(self) -> Iterable[Metric]:
+        rows = GaugeMetricFamily(
+            "memdesk_outbox_conclusions", "Conclusions in the outbox, by status", labels=["status"]
+        )
+        counts = self.outbox.counts()
+        for status in ("pending", "failed", "delivered"):
+            rows.add_metric([status], counts.get(status, 0))
+        attempts = CounterMetricFamily(
+            "memdesk_outbox_deliveries", "Deliveries to long-term memory since start, by result", labels=["result"]
+        )
+        delivered, failed = self.outbox.delivery_totals()
+        attempts.add_metric(["delivered"], delivered)
+        attempts.add_metric(["failed"], failed)
+        return [rows, attempts]
+
+
+class Metrics:
+    """Every instrument memdesk updates; ``render`` is the body of ``/metrics``."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        registry = self.registry
+        self.turns = Counter("memdesk_turns", "Bot turns, by outcome", ["outcome"], registry=registry)
+        self.turn_seconds = Histogram(
+            "memdesk_turn_seconds", "Time of a bot turn", buckets=TURN_SECONDS_BUCKETS, registry=registry
+        )
+        self.compactions = Counter(
+            "memdesk_compactions", "Context compactions, by summary source", ["summary"], registry=registry
+        )
+        self.tokens_saved = Counter(
+            "memdesk_compaction_tokens_saved", "Prompt tokens removed by compactions", registry=registry
+        )
+        self.aging_batches = Counter(
+            "memdesk_tool_output_aging_batches", "Batches of old tool output aged into stubs", registry=registry
+        )
+        self.recall_seconds = Histogram(
+            "memdesk_recall_seconds", "Time of a memory recall", buckets=RECALL_SECONDS_BUCKETS, registry=registry
+        )
+        self.recall_failures = Counter(
+            "memdesk_recall_failures", "Recalls that failed or timed out (the turn went on without memory)",
+            registry=registry,
+        )  # fmt: skip
+        self.sse_connections = Gauge("memdesk_sse_connections", "Open live-event streams", registry=registry)
+        self.rate_limited = Counter(
+            "memdesk_rate_limited", "Customer messages refused by the rate limit", registry=registry
+        )
+
+    def watch_ledger(self, ledger: UsageLedger) -> None:
+        self.registry.register(_LedgerCollector(ledger))
+
+    def watch_outbox(self, outbox: OutboxView) -> None:
+        self.registry.register(_OutboxCollector(outbox))
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
