@@ -70,6 +70,12 @@ class Settings(BaseSettings):
 
     shop_name: str = "Acme Kitchen"
     reply_debounce_s: float = Field(default=0.3, ge=0, le=10)
+    # The conclusion sync (app.sync): conversations idle this long are synced; summary calls in parallel; the daily
+    # run's time of day in the timezone (empty: no scheduled run, `memdesk sync` by hand or from cron).
+    sync_idle_minutes: int = Field(default=30, ge=0)
+    sync_concurrency: int = Field(default=4, ge=1, le=64)
+    sync_at: str = "03:00"
+    timezone: str = "UTC"
     turn_recovery_interval_s: float = Field(default=TURN_RECOVERY_INTERVAL_S, gt=0)
 
     host: str = "127.0.0.1"

@@ -7,6 +7,7 @@ Importing this package registers every table on ``SQLModel.metadata`` (what alem
 - ``context``: context segments and compactions (the compression lineage)
 - ``conclusions``: the conclusion outbox towards long-term memory
 - ``console``: console agents and audit events
+- ``sync``: the conclusion sync's runs (each conversation's watermark is on the conversation)
 - ``shop``: the demo shop and help-center articles
 """
 
@@ -36,6 +37,7 @@ from app.models.support import (
     MessagePublic,
     MessageRole,
 )
+from app.models.sync import SyncRun, SyncRunStatus
 
 __all__ = [
     "DEFAULT_CURRENCY",
@@ -68,6 +70,8 @@ __all__ = [
     "Shipment",
     "ShipmentStatus",
     "ShippingAddress",
+    "SyncRun",
+    "SyncRunStatus",
     "segment_title",
     "utc_now",
 ]

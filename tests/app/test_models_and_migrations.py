@@ -42,11 +42,11 @@ from app.models import (
     segment_title,
 )
 
-HEAD = "0003_public_ids"
+HEAD = "0005_conclusion_sync"
 SessionDep = Annotated[Session, Depends(get_session)]
 ALL_TABLES = {
     "agents", "audit_events", "customers", "conversations", "messages", "context_segments", "compactions",
-    "conclusions", "products", "orders", "order_items", "shipments", "refunds", "help_articles",
+    "conclusions", "products", "orders", "order_items", "shipments", "refunds", "help_articles", "sync_runs",
 }  # fmt: skip
 
 
