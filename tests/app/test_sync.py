@@ -12,7 +12,7 @@ import httpx
 import pytest
 from sqlmodel import select
 
-from app.models import Conclusion, Conversation, SyncRun
+from app.models import Compaction, Conclusion, Conversation, SyncRun
 from app.sync import SyncAlreadyRunningError, SyncOptions, SyncRunner, exclusive_sync
 from app.sync.conversation import Outcome
 from app.turn_context import default_compressor
@@ -25,7 +25,7 @@ PROMISE_REPLY = "I've approved a refund of $24.99 for order #W1112223. It will r
 NOTES = """## Customer Goal
 - A refund for a broken mug on order #W1112223.
 ## Promises & Commitments
-- Refund of $24.99 for order #W1112223 {due: by Friday | ids: #W1112223, $24.99 | from: #2}
+- Refund of $24.99 for order #W1112223 {due: by Friday | ids: #W1112223, $24.99 | from: #1}
 ## Customer Preferences
 - None
 """
@@ -226,3 +226,31 @@ def test_the_server_schedules_the_daily_sync_and_its_health_shows_the_last_run(
         assert report.record is not None and report.record.summarized == 1
         last = live.client().get("/healthz").json()["sync"]["last_run"]
         assert last["summarized"] == 1 and last["conclusions_written"] == 1 and last["status"] == "finished"
+
+
+def test_turns_compacted_while_the_summary_models_were_down_still_yield_their_promises(
+    tmp_path: Any, scripted_server: ScriptedLLMServer
+) -> None:
+    models_up = threading.Event()
+    _script(scripted_server, summary_ok=lambda request: models_up.is_set())
+    settings = _settings(tmp_path, scripted_server, context_length=2_048, max_reply_tokens=200)
+    for live in run_live_app(settings):
+        client, customer_ref = live.visitor()
+        conversation = live.conversation(client)
+        url = f"/api/widget/conversations/{conversation}/messages"
+        client.post(url, json={"content": "Can I get a refund for my broken mug, order #W1112223?"})
+        live.wait_for_reply(conversation)
+        for number in range(1, 12):
+            client.post(url, json={"content": f"Another detail {number}: " + "the handle came off. " * 60})
+            live.wait_for_reply(conversation, count=number + 1)
+        with live.db() as session:
+            compactions = session.exec(select(Compaction)).all()
+        assert compactions and all(c.fallback_used for c in compactions), "compacted by the fallback only"
+        store = live.services.memory.store  # type: ignore[union-attr]
+        key = str(live.customer(customer_ref).id)
+        assert store.list(key) == [], "the fallback turned nothing into a memory"
+
+        models_up.set()
+        report = _runner(live).run(OPTIONS)
+        assert [item.outcome for item in report.conversations] == [Outcome.SUMMARIZED]
+        assert [memory.kind for memory in store.list(key)] == ["promise"]

@@ -62,7 +62,7 @@ def _notes(request: RecordedRequest) -> ScriptedReply:
     number = text.split("(case ")[1].split(")")[0]
     notes = (
         "## Customer Goal\n- A refund.\n## Promises & Commitments\n"
-        f"- Full refund for order #W{int(number):07d} {{due: 2026-12-05 | ids: #W{int(number):07d} | from: #2}}\n"
+        f"- Full refund for order #W{int(number):07d} {{due: 2026-12-05 | ids: #W{int(number):07d} | from: #1}}\n"
     )
     return ScriptedReply(text=notes, delay_s=SUMMARY_DELAY_S)
 
