@@ -148,7 +148,7 @@ def test_erase_removes_the_customer_everywhere_and_leaves_others_alone(
     assert main(["customer", "export", str(jane)]) == 1
 
 
-def test_the_cli_refuses_while_another_process_owns_the_memory_store(
+def test_the_cli_explains_a_memory_store_held_by_a_process_that_is_not_a_server(
     data_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     jane, _ = _populate(data_dir)
@@ -166,4 +166,5 @@ def test_the_cli_refuses_while_another_process_owns_the_memory_store(
     finally:
         store.close()
     assert result.returncode == 1
-    assert "While the server runs, use the admin API instead." in result.stderr
+    assert result.stderr.startswith("memdesk customer export: Another process already owns the embedded memory store")
+    assert f"No memdesk server is recorded as running from {data_dir}" in result.stderr
