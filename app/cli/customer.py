@@ -100,7 +100,7 @@ def customer_data(settings: Settings, *, action: str) -> Iterator[CustomerData]:
         with _opened_database(settings.resolved_database_url) as engine:
             yield ServerCustomerData(server, settings, engine, action=action)
         return
-    with LocalCustomerData.opened(settings) as local:
+    with LocalCustomerData.opened(settings, server) as local:
         yield local
 
 
@@ -120,6 +120,19 @@ def _public_id(engine: Engine, reference: str) -> str:
             return find_customer(session, reference, allow_internal_id=True).public_id
         except CustomerNotFoundError as error:
             raise CommandError(str(error)) from error
+
+
+def _who_holds_the_store(settings: Settings, server: RunningServer | None) -> str:
+    if server is None:
+        return (
+            f"No memdesk server is recorded as running from {settings.data_dir} (this command would have gone "
+            "through it), so some other process holds the store."
+        )
+    return (
+        f"memdesk serve (pid {server.pid}, {server.url}) holds it, but on the database {server.database}, not "
+        f"{printable_url(settings.resolved_database_url)}; export and erase go through a server only for its own "
+        "database. Stop that server, or give this command its database."
+    )
 
 
 class ServerCustomerData:
@@ -153,7 +166,8 @@ class LocalCustomerData:
 
     @classmethod
     @contextmanager
-    def opened(cls, settings: Settings) -> Iterator[LocalCustomerData]:
+    def opened(cls, settings: Settings, server: RunningServer | None) -> Iterator[LocalCustomerData]:
+        """Opens both; ``server`` is the one running from this data directory on another database, if any."""
         from app.services import memory_options
         from memory.store import MemoryStoreLockedError
 
@@ -161,10 +175,7 @@ class LocalCustomerData:
         try:
             memory = CustomerMemory(memory_options(settings)) if settings.memory_enabled else None
         except MemoryStoreLockedError as error:
-            raise CommandError(
-                f"{error} No memdesk server is recorded as running from {settings.data_dir} (a server on this "
-                "data directory would have taken the command), so some other process holds the store."
-            ) from error
+            raise CommandError(f"{error} {_who_holds_the_store(settings, server)}") from error
         try:
             with _opened_database(settings.resolved_database_url) as engine:
                 yield cls(engine, memory)
