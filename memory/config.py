@@ -7,7 +7,8 @@ Three setups, chosen by ``MemoryOptions``:
 - scale: pgvector in PostgreSQL (several processes may share it).
 
 ``prepare_environment`` must run before anything imports ``mem0``: Mem0 reads ``MEM0_TELEMETRY`` and ``MEM0_DIR``
-at import time, and with telemetry on it would phone home and fetch remote notices.
+at import time, and with telemetry on it would phone home and fetch remote notices. It also quiets Mem0's warnings
+about optional extras memdesk does without (``OptionalExtraNotice``).
 
 Exception tree::
 
@@ -16,6 +17,7 @@ Exception tree::
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from dataclasses import dataclass
@@ -31,6 +33,14 @@ OPENAI_EMBEDDING_MODEL = "text-embedding-3-small"
 UNUSED_LLM_BASE_URL = "http://127.0.0.1:9/v1"
 UNUSED_API_KEY = "unused"
 EMBEDDED_THREADS = "1"
+# Mem0's warnings that an optional extra is missing, by logger. memdesk recalls by vector similarity alone: it does
+# not install fastembed (BM25 keyword scoring) or spaCy (entity boosts and lemmas; spaCy would also download its
+# language model at first use, which cannot work offline), so these warnings describe the intended setup, not a
+# fault. Every other warning from these loggers still shows.
+OPTIONAL_EXTRA_WARNINGS = {
+    "mem0.vector_stores.qdrant": ("fastembed not installed",),
+    "mem0.utils.spacy_models": ("spaCy is not installed",),
+}
 
 
 class MemoryConfigError(RuntimeError):
@@ -73,9 +83,30 @@ class MemoryOptions:
         return self.data_dir / "memory-history.db"
 
 
+class OptionalExtraNotice(logging.Filter):
+    """Drops a Mem0 warning that only says an optional extra memdesk does not use is missing."""
+
+    def __init__(self, fragments: tuple[str, ...]) -> None:
+        super().__init__()
+        self.fragments = fragments
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not any(fragment in message for fragment in self.fragments)
+
+
+def quiet_optional_extra_warnings() -> None:
+    """Attach ``OptionalExtraNotice`` to Mem0's loggers, once per logger."""
+    for name, fragments in OPTIONAL_EXTRA_WARNINGS.items():
+        mem0_logger = logging.getLogger(name)
+        if not any(isinstance(existing, OptionalExtraNotice) for existing in mem0_logger.filters):
+            mem0_logger.addFilter(OptionalExtraNotice(fragments))
+
+
 def prepare_environment(options: MemoryOptions) -> None:
-    """Switch Mem0's telemetry off and give it a private directory; refuse if mem0 is already imported with
-    telemetry on (then it is too late to switch it off)."""
+    """Switch Mem0's telemetry off, give it a private directory and quiet its optional-extra warnings; refuse if
+    mem0 is already imported with telemetry on (then it is too late to switch it off)."""
+    quiet_optional_extra_warnings()
     os.environ["MEM0_TELEMETRY"] = "False"
     os.environ.setdefault("MEM0_DIR", str(options.mem0_dir))
     os.environ.setdefault("OMP_NUM_THREADS", EMBEDDED_THREADS)
