@@ -52,6 +52,10 @@ SCHEMA = (
     )""",
     "CREATE UNIQUE INDEX IF NOT EXISTS memory_vectors_id ON memory_vectors (collection, id)",
     "CREATE INDEX IF NOT EXISTS memory_vectors_customer ON memory_vectors (collection, user_id)",
+    """CREATE TABLE IF NOT EXISTS memory_migrations (
+        source TEXT PRIMARY KEY,
+        completed_at TEXT NOT NULL
+    )""",
 )
 
 
@@ -175,6 +179,17 @@ class SQLiteVectorStore(VectorStoreBase):  # type: ignore[misc]  # Mem0 ships no
     def reset(self) -> None:
         self.delete_col()
         self.create_col(self.collection_name, self.embedding_model_dims)
+
+    def migrated_from(self, source: str) -> bool:
+        """Whether a migration from ``source`` (``memory.migrate``) completed into this file."""
+        row = self._connection().execute("SELECT 1 FROM memory_migrations WHERE source = ?", (source,)).fetchone()
+        return row is not None
+
+    def mark_migrated(self, source: str) -> None:
+        with self._writing() as connection:
+            connection.execute(
+                "INSERT OR REPLACE INTO memory_migrations (source, completed_at) VALUES (?, datetime('now'))", (source,)
+            )
 
     # -- writing ----------------------------------------------------------------------------------------------
     def insert(
