@@ -34,6 +34,7 @@ from app.turn_context import EngineFactory, default_compressor
 from app.turn_recovery import TurnRecovery
 from compression.summarizer import PROMPTS_DIR, prompt_environment
 from memory.config import EmbedderKind, MemoryOptions, VectorStoreKind
+from memory.migrate import upgrade_embedded_store
 from memory.store import CustomerMemory
 
 
@@ -119,8 +120,11 @@ def memory_options(settings: Settings) -> MemoryOptions:
 
 
 def build_memory_service(settings: Settings, db: Engine, metrics: Metrics) -> MemoryService:
-    """Mem0 behind ``CustomerMemory`` plus the outbox deliverer (slow to build: run it off the event loop)."""
-    store = CustomerMemory(memory_options(settings))
+    """Mem0 behind ``CustomerMemory`` plus the outbox deliverer (slow to build: run it off the event loop). A data
+    directory from before the SQLite store has its Qdrant memories moved over first."""
+    options = memory_options(settings)
+    upgrade_embedded_store(options)
+    store = CustomerMemory(options)
     store.warm_up()
     return MemoryService(store, SqlOutboxRepository(db), metrics=metrics)
 

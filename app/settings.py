@@ -58,9 +58,10 @@ class Settings(BaseSettings):
     # The demo shop's order tools; switch them off when the shop's own API is reached through HTTP tools.
     demo_shop: bool = True
 
-    # Long-term memory (Mem0): embedded Qdrant + local MiniLM by default; pgvector and an embeddings endpoint at scale.
+    # Long-term memory (Mem0): the embedded SQLite store + local MiniLM by default; pgvector and an embeddings endpoint
+    # at scale; qdrant (a local directory, one process) for stores made before the SQLite store existed.
     memory_enabled: bool = True
-    memory_store: Literal["qdrant", "pgvector"] = "qdrant"
+    memory_store: Literal["sqlite", "qdrant", "pgvector"] = "sqlite"
     memory_embedder: Literal["local", "openai", "hashing"] = "local"
     memory_embedding_model: str = "text-embedding-3-small"
     memory_embedding_base_url: str | None = None

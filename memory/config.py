@@ -1,10 +1,13 @@
 """Mem0 configuration for memdesk: which vector store, which embedder, and an offline, telemetry-free process.
 
-Three setups, chosen by ``MemoryOptions``:
+Setups, chosen by ``MemoryOptions``:
 
-- embedded (default): Qdrant in a local directory under the data dir, the local MiniLM embedder; fully offline.
+- embedded (default): ``memory.sqlite_store`` in one SQLite file under the data dir (keyed by customer, safe for
+  several local processes), the local MiniLM embedder; fully offline.
 - production embeddings: the same store with an OpenAI-compatible embeddings endpoint.
-- scale: pgvector in PostgreSQL (several processes may share it).
+- scale: pgvector in PostgreSQL (several processes and machines may share it).
+- Qdrant in a local directory: the former embedded default, one process at a time; kept so that existing stores
+  can be opened and migrated (``memory.migrate``).
 
 ``prepare_environment`` must run before anything imports ``mem0``: Mem0 reads ``MEM0_TELEMETRY`` and ``MEM0_DIR``
 at import time, and with telemetry on it would phone home and fetch remote notices. It also quiets Mem0's warnings
@@ -48,6 +51,7 @@ class MemoryConfigError(RuntimeError):
 
 
 class VectorStoreKind(StrEnum):
+    SQLITE = "sqlite"
     QDRANT = "qdrant"
     PGVECTOR = "pgvector"
 
@@ -61,7 +65,7 @@ class EmbedderKind(StrEnum):
 @dataclass(frozen=True)
 class MemoryOptions:
     data_dir: Path
-    vector_store: VectorStoreKind = VectorStoreKind.QDRANT
+    vector_store: VectorStoreKind = VectorStoreKind.SQLITE
     collection: str = DEFAULT_COLLECTION
     embedder: EmbedderKind = EmbedderKind.LOCAL
     embedding_dims: int = EMBEDDING_DIMS
@@ -73,6 +77,10 @@ class MemoryOptions:
     @property
     def mem0_dir(self) -> Path:
         return self.data_dir / "mem0"
+
+    @property
+    def sqlite_path(self) -> Path:
+        return self.data_dir / "memory-store.db"
 
     @property
     def qdrant_path(self) -> Path:
@@ -142,6 +150,17 @@ def _vector_store(options: MemoryOptions) -> dict[str, Any]:
                 "hnsw": True,
             },
         }
+    if options.vector_store is VectorStoreKind.SQLITE:
+        from memory.sqlite_store import PROVIDER
+
+        return {
+            "provider": PROVIDER,
+            "config": {
+                "path": str(options.sqlite_path),
+                "collection_name": options.collection,
+                "embedding_model_dims": options.embedding_dims,
+            },
+        }
     options.qdrant_path.mkdir(parents=True, exist_ok=True)
     return {
         "provider": "qdrant",
@@ -180,7 +199,7 @@ def _embedder(options: MemoryOptions) -> dict[str, Any]:
 
 
 def mem0_config(options: MemoryOptions) -> dict[str, Any]:
-    """The ``Memory.from_config`` dictionary for ``options``."""
+    """The Mem0 configuration of ``options`` as a dictionary (``build_mem0_config`` turns it into Mem0's model)."""
     return {
         "vector_store": _vector_store(options),
         "embedder": _embedder(options),
@@ -190,3 +209,25 @@ def mem0_config(options: MemoryOptions) -> dict[str, Any]:
         },
         "history_db_path": str(options.history_db_path),
     }
+
+
+def build_mem0_config(options: MemoryOptions) -> Any:
+    """Mem0's ``MemoryConfig`` for ``options`` (import mem0 only after ``prepare_environment``).
+
+    Mem0 validates a vector-store provider against its own list of config modules; the embedded store is registered
+    in Mem0's factory instead (``memory.sqlite_store.register``) and its config is set after validation."""
+    from mem0.configs.base import MemoryConfig
+    from mem0.vector_stores.configs import VectorStoreConfig
+
+    raw = mem0_config(options)
+    if options.vector_store is not VectorStoreKind.SQLITE:
+        return MemoryConfig(**raw)
+    from memory.sqlite_store import SQLiteStoreConfig, register
+
+    register()
+    store = raw.pop("vector_store")
+    config = MemoryConfig(**raw)
+    config.vector_store = VectorStoreConfig.model_construct(
+        provider=store["provider"], config=SQLiteStoreConfig(**store["config"])
+    )
+    return config
