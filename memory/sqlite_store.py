@@ -171,9 +171,11 @@ class SQLiteVectorStore(VectorStoreBase):  # type: ignore[misc]  # Mem0 ships no
             connection.execute("DELETE FROM memory_collections WHERE name = ?", (self.collection_name,))
 
     def col_info(self) -> dict[str, Any]:
-        row = self._connection().execute(
-            "SELECT count(*) FROM memory_vectors WHERE collection = ?", (self.collection_name,)
-        ).fetchone()
+        row = (
+            self._connection()
+            .execute("SELECT count(*) FROM memory_vectors WHERE collection = ?", (self.collection_name,))
+            .fetchone()
+        )
         return {"name": self.collection_name, "count": int(row[0]), "dims": self.embedding_model_dims}
 
     def reset(self) -> None:
