@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from typing import Any
 
 import httpx
@@ -165,6 +167,16 @@ def test_admin_api_is_disabled_without_a_token(live_app: LiveApp) -> None:
     assert response.status_code == 403 and "MEMDESK_ADMIN_TOKEN" in response.json()["detail"]
 
 
+HOLD_FILE_LOCK = """
+import sys, time
+from filelock import FileLock
+lock = FileLock(sys.argv[1])
+lock.acquire()
+print("held", flush=True)
+time.sleep(120)
+"""
+
+
 def test_erasure_while_the_memory_store_is_stuck_answers_503_and_changes_nothing(
     tmp_path: Any, scripted_server: ScriptedLLMServer
 ) -> None:
@@ -174,12 +186,18 @@ def test_erasure_while_the_memory_store_is_stuck_answers_503_and_changes_nothing
         _chat(live, client, conversation_id, ["hello"])
         admin = live.client("admin-token-for-tests-0123456789")
         store = live.services.memory.store  # type: ignore[union-attr]
-        stuck = store._store_lock  # what a call hung inside the embedded store holds
-        stuck.acquire()
+        # Another process sharing the store (a CLI, a second worker) hangs in the middle of a memory update.
+        holder = subprocess.Popen(
+            [sys.executable, "-c", HOLD_FILE_LOCK, store._sequences._file_lock.lock_file],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         try:
+            assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
             busy = admin.delete(f"/api/admin/customers/{customer_ref}", timeout=30)
         finally:
-            stuck.release()
+            holder.kill()
+            holder.wait(10)
         assert busy.status_code == 503 and busy.headers["Retry-After"]
         assert "nothing was changed" in busy.json()["detail"]
         assert len(live.transcript(conversation_id)) == 2
