@@ -83,6 +83,7 @@ class Services:
                 lambda: default_compressor(self.gateway, self.settings),
                 self.gateway.ledger,
                 deliver=self.memory.outbox.deliver_due if self.memory is not None else None,
+                memory=self.memory.store if self.memory is not None else None,
             )
             report = runner.run(options or options_from(self.settings))
         if self.sync is not None and report.record is not None:

@@ -34,6 +34,7 @@ class ConclusionSource(StrEnum):
 class MemoryStatus(StrEnum):
     ACTIVE = "active"
     SUPERSEDED = "superseded"
+    EXPIRED = "expired"  # a promise whose grace period is over: kept for the record, no longer recalled
 
 
 # An overdue promise stays visible this long after its due date, so the bot can still own up to it.

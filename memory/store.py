@@ -33,11 +33,19 @@ import re
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from memory.conclusions import Conclusion, MemoryItem, MemoryStatus, cosine, same_decision
+from memory.conclusions import (
+    PROMISE_GRACE_DAYS,
+    Conclusion,
+    ConclusionKind,
+    MemoryItem,
+    MemoryStatus,
+    cosine,
+    same_decision,
+)
 from memory.config import EmbedderKind, MemoryOptions, VectorStoreKind, build_mem0_config, prepare_environment
 from memory.errors import (
     CustomerMemoryError,
@@ -368,6 +376,37 @@ class CustomerMemory:
         with self._serialized():
             self._owned(customer_id, memory_id)
             return [dict(row) for row in self._mem0.history(memory_id)]
+
+    # -- upkeep -----------------------------------------------------------------------------------------------
+    def expire_promises(self, customer_id: str, today: date) -> int:
+        """Mark the customer's promises whose grace period ended before ``today`` as expired; they stay in the
+        store for the record. A promise a human locked is theirs to close. Returns how many were marked now."""
+        check_customer_id(customer_id)
+        last_due = today - timedelta(days=PROMISE_GRACE_DAYS)
+        marked = 0
+        with self._serialized():
+            filters = {"user_id": customer_id, "kind": ConclusionKind.PROMISE.value}
+            found = self._mem0.get_all(filters=filters, top_k=LIST_LIMIT, show_expired=True)
+            for raw in found.get("results", []):
+                item = _item(raw, customer_id)
+                if raw.get("user_id") != customer_id or not item.active or item.locked:
+                    continue
+                if item.due_date is not None and item.due_date < last_due:
+                    expired = {"status": MemoryStatus.EXPIRED.value, "expired_at": datetime.now(UTC).isoformat()}
+                    self._mem0.update(item.id, metadata=expired)
+                    marked += 1
+        return marked
+
+    def superseded_since(self, customer_id: str, since: datetime) -> int:
+        """How many of the customer's memories were superseded at or after ``since``."""
+        check_customer_id(customer_id)
+        found = self._mem0.get_all(filters={"user_id": customer_id}, top_k=LIST_LIMIT, show_expired=True)
+        count = 0
+        for raw in found.get("results", []):
+            stamp = (raw.get("metadata") or {}).get("superseded_at")
+            if raw.get("user_id") == customer_id and stamp and datetime.fromisoformat(str(stamp)) >= since:
+                count += 1
+        return count
 
     # -- privacy ----------------------------------------------------------------------------------------------
     def export_customer(self, customer_id: str) -> builtins.list[MemoryItem]:

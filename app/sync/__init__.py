@@ -102,7 +102,9 @@ def run_standalone(settings: Settings, options: SyncOptions, *, progress: Progre
             if settings.memory_enabled and not options.dry_run:
                 store = CustomerMemory(memory_options(settings))
             deliver = ConclusionOutbox(SqlOutboxRepository(db), store).deliver_due if store else None
-            runner = SyncRunner(db, lambda: default_compressor(gateway, settings), gateway.ledger, deliver=deliver)
+            runner = SyncRunner(
+                db, lambda: default_compressor(gateway, settings), gateway.ledger, deliver=deliver, memory=store
+            )
             return runner.run(options, progress=progress)
     finally:
         if store is not None:
@@ -117,5 +119,6 @@ def _summary(report: SyncReport) -> str:
         return "dry run"
     return (
         f"{record.scanned} conversations scanned, {record.summarized} summarized, {record.skipped} skipped, "
-        f"{record.failed} failed; {record.conclusions_written} conclusions written"
+        f"{record.failed} failed; {record.conclusions_written} conclusions written, "
+        f"{record.conclusions_superseded} superseded, {record.promises_expired} promises expired"
     )

@@ -5,7 +5,8 @@
 2. Sync each (``app.sync.conversation``) on up to ``MEMDESK_SYNC_CONCURRENCY`` threads; the summary calls are the
    slow part, and the gateway retries 429 and 5xx with backoff. A failed conversation keeps its watermark and is
    retried next run.
-3. Deliver the outbox (``deliver``), after giving failed rows whose error may pass another chance.
+3. Deliver the outbox (``deliver``), after giving failed rows whose error may pass another chance; then count what
+   the new memories superseded and mark promises past their grace period expired (``app.sync.upkeep``).
 4. The ``SyncRun`` row, written at the start, gets its counts, tokens and cost by model, and errors at the end.
 
 Only one run at a time (``app.sync.lock``). A run killed at any point leaves its record ``running`` (marked
@@ -28,6 +29,7 @@ from app.models import Conclusion, Conversation, ConversationStatus, Message, Me
 from app.models.base import utc_now
 from app.models.sync import SyncRunStatus
 from app.sync.conversation import ConversationSync, ConversationSyncer, EngineFactory, Outcome
+from app.sync.upkeep import MemoryUpkeep, UpkeepReport, run_upkeep
 from memory.outbox import DeliveryReport
 
 MAX_ERRORS = 50
@@ -53,6 +55,7 @@ class SyncReport:
 
     conversations: list[ConversationSync] = field(default_factory=list)
     delivered: int = 0
+    upkeep: UpkeepReport = field(default_factory=UpkeepReport)
     record: SyncRun | None = None
 
     def count(self, outcome: Outcome) -> int:
@@ -103,12 +106,14 @@ class SyncRunner:
         ledger: UsageLedger,
         *,
         deliver: Deliver | None = None,
+        memory: MemoryUpkeep | None = None,
         clock: Callable[[], datetime] = utc_now,
     ) -> None:
         self.db = db
         self.engine_factory = engine_factory
         self.ledger = ledger
         self.deliver = deliver
+        self.memory = memory
         self.clock = clock
 
     def run(self, options: SyncOptions, *, progress: Progress | None = None) -> SyncReport:
@@ -126,6 +131,8 @@ class SyncRunner:
                 progress(outcome)
         if not options.dry_run:
             report.delivered = self._deliver_all()
+            if self.memory is not None and report.record is not None:
+                report.upkeep = run_upkeep(self.db, self.memory, report.record, self.clock().date())
             self._finish_record(report)
         return report
 
@@ -162,12 +169,16 @@ class SyncRunner:
         record.skipped = report.count(Outcome.SKIPPED)
         record.failed = report.count(Outcome.FAILED)
         record.conclusions_written = report.delivered
+        record.conclusions_superseded = report.upkeep.superseded
+        record.promises_expired = report.upkeep.expired
         record.usage = self._usage(report.conversations)
         record.errors = [
             {"conversation_id": item.conversation_id, "error": item.error}
             for item in report.conversations
             if item.outcome == Outcome.FAILED
-        ][:MAX_ERRORS]
+        ]
+        record.errors += [{"conversation_id": None, "error": error} for error in report.upkeep.errors]
+        record.errors = record.errors[:MAX_ERRORS]
         with Session(self.db, expire_on_commit=False) as session:
             session.add(record)
             session.commit()

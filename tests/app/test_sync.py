@@ -3,6 +3,7 @@ next day; reruns write nothing; failures are retried; a human-locked memory wins
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -61,18 +62,25 @@ def _runner(live: LiveApp) -> SyncRunner:
         lambda: default_compressor(services.gateway, services.settings),
         services.gateway.ledger,
         deliver=services.memory.outbox.deliver_due,
+        memory=services.memory.store,
         clock=lambda: LATER,
     )
 
 
 OPTIONS = SyncOptions(idle_minutes=30, concurrency=4)
+DATABASES = ["sqlite", "postgresql"]
 
 
+def _database_url(request: pytest.FixtureRequest, database: str) -> str | None:
+    return str(request.getfixturevalue("postgres_url")) if database == "postgresql" else None
+
+
+@pytest.mark.parametrize("database", DATABASES)
 def test_a_short_conversations_promise_reaches_memory_once_with_an_absolute_date_and_is_recalled_next_day(
-    tmp_path: Any, scripted_server: ScriptedLLMServer
+    tmp_path: Any, scripted_server: ScriptedLLMServer, request: pytest.FixtureRequest, database: str
 ) -> None:
     _script(scripted_server)
-    for live in run_live_app(_settings(tmp_path, scripted_server)):
+    for live in run_live_app(_settings(tmp_path, scripted_server, database_url=_database_url(request, database))):
         client, customer_ref = live.visitor()
         _conversation(live, client, "Can I get a refund for my broken mug, order #W1112223?")
         report = _runner(live).run(OPTIONS)
@@ -186,8 +194,11 @@ def test_conversations_still_active_wait_for_the_idle_window(tmp_path: Any, scri
         assert [item.conversation_id for item in only.conversations] == [conversation]
 
 
-def test_only_one_sync_runs_at_a_time(tmp_path: Any, scripted_server: ScriptedLLMServer) -> None:
-    for live in run_live_app(_settings(tmp_path, scripted_server)):
+@pytest.mark.parametrize("database", DATABASES)
+def test_only_one_sync_runs_at_a_time(
+    tmp_path: Any, scripted_server: ScriptedLLMServer, request: pytest.FixtureRequest, database: str
+) -> None:
+    for live in run_live_app(_settings(tmp_path, scripted_server, database_url=_database_url(request, database))):
         _assert_exclusive(live.services.db, tmp_path)
 
 
@@ -254,3 +265,58 @@ def test_turns_compacted_while_the_summary_models_were_down_still_yield_their_pr
         report = _runner(live).run(OPTIONS)
         assert [item.outcome for item in report.conversations] == [Outcome.SUMMARIZED]
         assert [memory.kind for memory in store.list(key)] == ["promise"]
+
+
+def _outbox_row(customer_id: int, kind: str, text: str, **fields: Any) -> Conclusion:
+    from app.models import ConclusionKind as RowKind
+    from app.models import ConclusionSource as RowSource
+
+    digest = hashlib.sha256(f"{customer_id}:{kind}:{text}".encode()).hexdigest()
+    return Conclusion(
+        customer_id=customer_id, kind=RowKind(kind), text=text, source=RowSource.AGENT, content_hash=digest, **fields
+    )
+
+
+@pytest.mark.parametrize("database", DATABASES)
+def test_the_run_record_counts_superseded_memories_and_marks_promises_past_their_grace_period_expired(
+    tmp_path: Any, scripted_server: ScriptedLLMServer, request: pytest.FixtureRequest, database: str
+) -> None:
+    from memory.conclusions import PROMISE_GRACE_DAYS
+
+    _script(scripted_server)
+    for live in run_live_app(_settings(tmp_path, scripted_server, database_url=_database_url(request, database))):
+        _, customer_ref = live.visitor()
+        customer_id = live.customer(customer_ref).id
+        assert customer_id is not None
+        today = LATER.date()
+        long_overdue = today - timedelta(days=PROMISE_GRACE_DAYS + 10)
+        with live.db() as session:
+            for row in (
+                _outbox_row(customer_id, "promise", "Call back about order #W1112223.", due_date=long_overdue,
+                            identifiers=["#W1112223"]),
+                _outbox_row(customer_id, "promise", "Refund #W1112224 by next week.", due_date=today,
+                            identifiers=["#W1112224"]),
+                _outbox_row(customer_id, "decision", "Replacement for #W1112225 goes by courier.",
+                            identifiers=["#W1112225"]),
+            ):  # fmt: skip
+                session.add(row)
+            session.commit()
+        first = _runner(live).run(OPTIONS)
+        assert first.record is not None and first.record.conclusions_written == 3
+        assert first.record.promises_expired == 1 and first.record.conclusions_superseded == 0
+
+        store = live.services.memory.store  # type: ignore[union-attr]
+        key = str(customer_id)
+        kept = {item.text: item for item in store.export_customer(key)}
+        assert kept["Call back about order #W1112223."].status == "expired", "kept for the record, marked"
+        assert kept["Refund #W1112224 by next week."].active, "a promise within its grace period stays open"
+        assert [p.text for p in store.active_promises(key)] == ["Refund #W1112224 by next week."]
+
+        with live.db() as session:
+            session.add(_outbox_row(customer_id, "decision", "Replacement for #W1112225 goes by post instead.",
+                                    identifiers=["#W1112225"]))  # fmt: skip
+            session.commit()
+        second = _runner(live).run(OPTIONS)
+        assert second.record is not None and second.record.conclusions_written == 1
+        assert second.record.conclusions_superseded == 1, "the courier decision gave way to the post one"
+        assert second.record.promises_expired == 0, "an expired promise is marked once"
