@@ -85,8 +85,14 @@ def message_text(message: Mapping[str, Any]) -> str:
 def function_calls(message: Mapping[str, Any]) -> Iterator[FunctionCall]:
     """Each call of ``message["tool_calls"]`` that has a function part; anything else in the list is skipped."""
     calls = message.get("tool_calls")
-    if not isinstance(calls, list):
-        return
+    if not calls or not isinstance(calls, list):
+        # Most messages have no calls: an empty iterator without running a generator (every pass over a long
+        # context reads each message's calls).
+        return iter(())
+    return _function_calls(calls)
+
+
+def _function_calls(calls: list[Any]) -> Iterator[FunctionCall]:
     for call in calls:
         function = call.get("function") if isinstance(call, dict) else None
         if not isinstance(function, dict):
