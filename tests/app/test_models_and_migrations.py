@@ -42,11 +42,12 @@ from app.models import (
     segment_title,
 )
 
-HEAD = "0003_public_ids"
+HEAD = "0004_console"
 SessionDep = Annotated[Session, Depends(get_session)]
 ALL_TABLES = {
     "agents", "audit_events", "customers", "conversations", "messages", "context_segments", "compactions",
     "conclusions", "products", "orders", "order_items", "shipments", "refunds", "help_articles",
+    "staff_sessions", "login_throttles", "conversation_reads", "handoff_summaries",
 }  # fmt: skip
 
 
