@@ -107,5 +107,8 @@ class HandoffSummary(SQLModel, table=True):
     summary: str = Field(sa_type=sa.Text)
     model: str | None = Field(default=None, max_length=MODEL_NAME_LENGTH)
     fallback_used: bool = False
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cost_usd: float | None = None
     requested_by: int | None = Field(default=None, foreign_key="agents.id", ondelete="SET NULL")
     created_at: datetime = Field(default_factory=utc_now)

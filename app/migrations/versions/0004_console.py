@@ -71,6 +71,9 @@ def upgrade() -> None:
         sa.Column("summary", sa.Text(), nullable=False),
         sa.Column("model", sa.String(length=200), nullable=True),
         sa.Column("fallback_used", sa.Boolean(), nullable=False),
+        sa.Column("prompt_tokens", sa.Integer(), nullable=True),
+        sa.Column("completion_tokens", sa.Integer(), nullable=True),
+        sa.Column("cost_usd", sa.Float(), nullable=True),
         sa.Column("requested_by", sa.Integer(), nullable=True),
         _timestamp("created_at"),
         sa.ForeignKeyConstraint(
