@@ -52,10 +52,16 @@ from app.models import (
 )
 from app.settings import Settings
 from app.tools import ToolContext, ToolRegistry
-from app.turn_context import ContextEngines, EngineFactory, TurnFailure, aged_context, uncompacted_context
+from app.turn_context import (
+    ContextEngines,
+    EngineFactory,
+    TurnFailure,
+    aged_context,
+    default_compressor,
+    uncompacted_context,
+)
 from app.turn_recovery import SILENT_STATUSES, awaits_reply
 from compression import (
-    ContextCompressor,
     ContextEngine,
 )
 from compression.messages import ChatMessage
@@ -116,7 +122,7 @@ class AgentService:
         self.memory_section = memory_section
         self.conclusions_queued = conclusions_queued
         self.metrics = metrics or Metrics()
-        self.engines = ContextEngines(engine_factory or self._default_engine)
+        self.engines = ContextEngines(engine_factory or (lambda: default_compressor(gateway, settings)))
         self._states: dict[int, _ConversationState] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -471,11 +477,3 @@ class AgentService:
         self.engines.forget(conversation_ids)
         for conversation_id in conversation_ids:
             self._states.pop(conversation_id, None)
-
-    def _default_engine(self) -> ContextEngine:
-        return ContextCompressor(
-            model=self.gateway.chat_model,
-            context_length=self.settings.context_length,
-            summary_llm=self.gateway,
-            summary_model_override=self.settings.summary_model_override,
-        )

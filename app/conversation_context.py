@@ -32,7 +32,7 @@ from compression.assembly import NOTES_KEY, insert_notes, repair_tool_sequence
 from compression.messages import ChatMessage
 
 # Plain columns, not ORM objects: the context is rebuilt every turn and entity loading dominated its cost.
-_CONTEXT_COLUMNS = (
+CONTEXT_COLUMNS = (
     col(Message.id),
     col(Message.role),
     col(Message.content),
@@ -43,7 +43,7 @@ _CONTEXT_COLUMNS = (
 
 
 def to_chat_message(row: Any) -> ChatMessage:
-    """One transcript row (a ``Message`` or a row of ``_CONTEXT_COLUMNS``) in OpenAI chat format."""
+    """One transcript row (a ``Message`` or a row of ``CONTEXT_COLUMNS``) in OpenAI chat format."""
     role = row.role
     chat: ChatMessage = {"role": role.value if hasattr(role, "value") else role, "content": row.content, "id": row.id}
     if row.tool_calls:
@@ -64,7 +64,7 @@ def latest_compaction(session: Session, conversation_id: int) -> Compaction | No
 def load_context(session: Session, conversation_id: int, system_prompt: str) -> list[ChatMessage]:
     """System prompt + transcript with the latest compaction's summary in place of the range it covers."""
     compaction = latest_compaction(session, conversation_id)
-    statement = sa_select(*_CONTEXT_COLUMNS).where(
+    statement = sa_select(*CONTEXT_COLUMNS).where(
         col(Message.conversation_id) == conversation_id,
         col(Message.private).is_(False),
         col(Message.role) != MessageRole.SYSTEM,

@@ -27,11 +27,14 @@ from app.memory_service import MemoryService
 from app.metrics import Metrics
 from app.ratelimit import RateLimiter
 from app.settings import Settings
+from app.sync import SyncOptions, SyncReport, SyncRunner, SyncSchedule, exclusive_sync, options_from, parse_sync_at
+from app.sync.runner import latest_sync_run
 from app.tools import ToolRegistry, build_tool_registry
-from app.turn_context import EngineFactory
+from app.turn_context import EngineFactory, default_compressor
 from app.turn_recovery import TurnRecovery
 from compression.summarizer import PROMPTS_DIR, prompt_environment
 from memory.config import EmbedderKind, MemoryOptions, VectorStoreKind
+from memory.migrate import upgrade_embedded_store
 from memory.store import CustomerMemory
 
 
@@ -57,16 +60,38 @@ class Services:
     metrics: Metrics
     memory: MemoryService | None = None
     recovery: TurnRecovery | None = None
+    sync: SyncSchedule | None = None
     _delivery: asyncio.Task[None] | None = field(default=None, repr=False)
 
     def start(self) -> None:
-        """Start the background loops (on the running event loop)."""
+        """Start the background loops (on the running event loop) and the daily conclusion sync."""
         if self.memory is not None:
             self._delivery = asyncio.get_running_loop().create_task(self.memory.run())
         self.recovery = TurnRecovery(self.agent, interval_s=self.settings.turn_recovery_interval_s)
         self.recovery.start()
+        at = parse_sync_at(self.settings.sync_at)
+        if at is not None:
+            self.sync = SyncSchedule(self.sync_once, at=at, timezone=self.settings.timezone)
+            self.sync.last_run = latest_sync_run(self.db)
+            self.sync.start()
+
+    def sync_once(self, options: SyncOptions | None = None) -> SyncReport:
+        """One conclusion sync with this server's database, models and memory (under the one-run lock)."""
+        with exclusive_sync(self.db, self.settings.data_dir):
+            runner = SyncRunner(
+                self.db,
+                lambda: default_compressor(self.gateway, self.settings),
+                self.gateway.ledger,
+                deliver=self.memory.outbox.deliver_due if self.memory is not None else None,
+            )
+            report = runner.run(options or options_from(self.settings))
+        if self.sync is not None and report.record is not None:
+            self.sync.last_run = report.record
+        return report
 
     async def close(self) -> None:
+        if self.sync is not None:
+            self.sync.stop()
         if self.recovery is not None:
             await self.recovery.stop()
         await self.agent.shutdown()
@@ -95,8 +120,11 @@ def memory_options(settings: Settings) -> MemoryOptions:
 
 
 def build_memory_service(settings: Settings, db: Engine, metrics: Metrics) -> MemoryService:
-    """Mem0 behind ``CustomerMemory`` plus the outbox deliverer (slow to build: run it off the event loop)."""
-    store = CustomerMemory(memory_options(settings))
+    """Mem0 behind ``CustomerMemory`` plus the outbox deliverer (slow to build: run it off the event loop). A data
+    directory from before the SQLite store has its Qdrant memories moved over first."""
+    options = memory_options(settings)
+    upgrade_embedded_store(options)
+    store = CustomerMemory(options)
     store.warm_up()
     return MemoryService(store, SqlOutboxRepository(db), metrics=metrics)
 

@@ -66,9 +66,10 @@ class Settings(BaseSettings):
     # The demo shop's order tools; switch them off when the shop's own API is reached through HTTP tools.
     demo_shop: bool = True
 
-    # Long-term memory (Mem0): embedded Qdrant + local MiniLM by default; pgvector and an embeddings endpoint at scale.
+    # Long-term memory (Mem0): the embedded SQLite store + local MiniLM by default; pgvector and an embeddings endpoint
+    # at scale; qdrant (a local directory, one process) for stores made before the SQLite store existed.
     memory_enabled: bool = True
-    memory_store: Literal["qdrant", "pgvector"] = "qdrant"
+    memory_store: Literal["sqlite", "qdrant", "pgvector"] = "sqlite"
     memory_embedder: Literal["local", "openai", "hashing"] = "local"
     memory_embedding_model: str = "text-embedding-3-small"
     memory_embedding_base_url: str | None = None
@@ -78,6 +79,12 @@ class Settings(BaseSettings):
 
     shop_name: str = "Acme Kitchen"
     reply_debounce_s: float = Field(default=0.3, ge=0, le=10)
+    # The conclusion sync (app.sync): conversations idle this long are synced; summary calls in parallel; the daily
+    # run's time of day in the timezone (empty: no scheduled run, `memdesk sync` by hand or from cron).
+    sync_idle_minutes: int = Field(default=30, ge=0)
+    sync_concurrency: int = Field(default=4, ge=1, le=64)
+    sync_at: str = "03:00"
+    timezone: str = "UTC"
     turn_recovery_interval_s: float = Field(default=TURN_RECOVERY_INTERVAL_S, gt=0)
 
     host: str = "127.0.0.1"

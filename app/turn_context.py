@@ -11,9 +11,17 @@ import logging
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
+from app.llm import LLMGateway
 from app.metrics import Metrics
 from app.settings import Settings
-from compression import CompressionError, ContextEngine, TruncationEngine, clear_caches, estimate_messages_tokens
+from compression import (
+    CompressionError,
+    ContextCompressor,
+    ContextEngine,
+    TruncationEngine,
+    clear_caches,
+    estimate_messages_tokens,
+)
 from compression.messages import ChatMessage
 
 logger = logging.getLogger(__name__)
@@ -29,6 +37,16 @@ class TurnFailure(Exception):
         super().__init__(reason)
         self.reason = reason
         self.request_id = request_id
+
+
+def default_compressor(gateway: LLMGateway, settings: Settings) -> ContextCompressor:
+    """The engine every conversation gets unless a caller (a test) builds its own; the conclusion sync uses it too."""
+    return ContextCompressor(
+        model=gateway.chat_model,
+        context_length=settings.context_length,
+        summary_llm=gateway,
+        summary_model_override=settings.summary_model_override,
+    )
 
 
 class ContextEngines:

@@ -311,7 +311,7 @@ class ContextCompressor(ContextEngine):
             return self._finish_unchanged(messages, working, tokens_before, estimated_before, started)
 
         middle = working[head:tail]
-        written = self._write_notes(messages, middle, (head, tail), previous, focus_topic)
+        written = self.write_notes(messages, middle, (head, tail), previous, focus_topic)
         assembled = insert_notes(working[:head], written.notes, working[tail:], middle[-1].get("created_at"))
         result_messages, orphans, stubs = repair_tool_sequence(assembled)
         tokens_after = estimate_messages_tokens(result_messages)
@@ -346,7 +346,7 @@ class ContextCompressor(ContextEngine):
             events=[event],
         )
 
-    def _write_notes(
+    def write_notes(
         self,
         messages: list[Message],
         middle: list[Message],
@@ -354,7 +354,9 @@ class ContextCompressor(ContextEngine):
         previous: tuple[int, str] | None,
         focus_topic: str | None,
     ) -> WrittenNotes:
-        """Notes for ``middle``: summarized (in chunks if need be), decisions reconciled, pins within budget."""
+        """Notes for ``middle``: summarized (in chunks if need be), decisions reconciled, pins within budget.
+
+        ``compression.transcript`` calls it too, to summarize a stretch of transcript outside a compaction."""
         head = compacted_range[0]
         turns = [message for message in middle if notes_of(message) is None]
         pruned, pruned_indexes = prune_tool_outputs(turns, range(len(turns)))

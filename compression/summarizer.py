@@ -1,10 +1,11 @@
 """Step 4-5 of a compaction: the structured summary, from an LLM or, when none answers, built deterministically.
 
-The prompt is a Jinja2 template (``templates/prompts/compaction_*.md.j2``). It carries the previous notes (so the
-next compaction updates them instead of summarizing a summary), the turns to condense (long ones clipped to their
-head and tail), the pinned identifiers, the customer's latest message and an optional focus topic. No request is
-larger than the summary model's window: turns that do not fit in one request go in consecutive chunks, each
-updating the notes the previous chunk wrote, so every turn is sent exactly once.
+The prompt is a Jinja2 template (``templates/prompts/compaction_*.md.j2``, installed as the package
+``memdesk_templates``). It carries the previous notes (so the next compaction updates them instead of summarizing a
+summary), the turns to condense (long ones clipped to their head and tail), the pinned identifiers, the customer's
+latest message and an optional focus topic. No request is larger than the summary model's window: turns that do not
+fit in one request go in consecutive chunks, each updating the notes the previous chunk wrote, so every turn is sent
+exactly once.
 
 ``SummaryWriter`` asks the summary model (``summary_model_override``) first, then retries once on the main model.
 When both fail, it enters an escalating cooldown (``COOLDOWN_STEPS_S``) during which no LLM is asked and the
@@ -18,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
+from importlib.resources import files
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
@@ -33,7 +35,26 @@ from compression.tokens import (
 )
 from compression.types import Completion, Message, SummaryLLM, Usage
 
-PROMPTS_DIR = Path(__file__).resolve().parent.parent / "templates" / "prompts"
+# The repository's templates/ folder, installed under a name of its own (see pyproject.toml).
+TEMPLATES_PACKAGE = "memdesk_templates"
+
+
+def packaged_templates(folder: str) -> Path:
+    """A folder of the installed templates package, read the same from a wheel and from an editable install.
+
+    pip unpacks wheels, so the folder is a real directory, which is what Jinja's FileSystemLoader reads.
+    """
+    try:
+        package = files(TEMPLATES_PACKAGE)
+    except ModuleNotFoundError as error:
+        raise ModuleNotFoundError(
+            f"memdesk's templates (the package {TEMPLATES_PACKAGE}) are not installed; reinstall memdesk "
+            "(`pip install -e .` in a checkout, or `pip install` the wheel)."
+        ) from error
+    return Path(str(package.joinpath(folder)))
+
+
+PROMPTS_DIR = packaged_templates("prompts")
 SYSTEM_TEMPLATE = "compaction_system.md.j2"
 REQUEST_TEMPLATE = "compaction_request.md.j2"
 

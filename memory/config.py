@@ -1,13 +1,17 @@
 """Mem0 configuration for memdesk: which vector store, which embedder, and an offline, telemetry-free process.
 
-Three setups, chosen by ``MemoryOptions``:
+Setups, chosen by ``MemoryOptions``:
 
-- embedded (default): Qdrant in a local directory under the data dir, the local MiniLM embedder; fully offline.
+- embedded (default): ``memory.sqlite_store`` in one SQLite file under the data dir (keyed by customer, safe for
+  several local processes), the local MiniLM embedder; fully offline.
 - production embeddings: the same store with an OpenAI-compatible embeddings endpoint.
-- scale: pgvector in PostgreSQL (several processes may share it).
+- scale: pgvector in PostgreSQL (several processes and machines may share it).
+- Qdrant in a local directory: the former embedded default, one process at a time; kept so that existing stores
+  can be opened and migrated (``memory.migrate``).
 
 ``prepare_environment`` must run before anything imports ``mem0``: Mem0 reads ``MEM0_TELEMETRY`` and ``MEM0_DIR``
-at import time, and with telemetry on it would phone home and fetch remote notices.
+at import time, and with telemetry on it would phone home and fetch remote notices. It also quiets Mem0's warnings
+about optional extras memdesk does without (``OptionalExtraNotice``).
 
 Exception tree::
 
@@ -16,6 +20,7 @@ Exception tree::
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from dataclasses import dataclass
@@ -31,6 +36,14 @@ OPENAI_EMBEDDING_MODEL = "text-embedding-3-small"
 UNUSED_LLM_BASE_URL = "http://127.0.0.1:9/v1"
 UNUSED_API_KEY = "unused"
 EMBEDDED_THREADS = "1"
+# Mem0's warnings that an optional extra is missing, by logger. memdesk recalls by vector similarity alone: it does
+# not install fastembed (BM25 keyword scoring) or spaCy (entity boosts and lemmas; spaCy would also download its
+# language model at first use, which cannot work offline), so these warnings describe the intended setup, not a
+# fault. Every other warning from these loggers still shows.
+OPTIONAL_EXTRA_WARNINGS = {
+    "mem0.vector_stores.qdrant": ("fastembed not installed",),
+    "mem0.utils.spacy_models": ("spaCy is not installed",),
+}
 
 
 class MemoryConfigError(RuntimeError):
@@ -38,6 +51,7 @@ class MemoryConfigError(RuntimeError):
 
 
 class VectorStoreKind(StrEnum):
+    SQLITE = "sqlite"
     QDRANT = "qdrant"
     PGVECTOR = "pgvector"
 
@@ -51,7 +65,7 @@ class EmbedderKind(StrEnum):
 @dataclass(frozen=True)
 class MemoryOptions:
     data_dir: Path
-    vector_store: VectorStoreKind = VectorStoreKind.QDRANT
+    vector_store: VectorStoreKind = VectorStoreKind.SQLITE
     collection: str = DEFAULT_COLLECTION
     embedder: EmbedderKind = EmbedderKind.LOCAL
     embedding_dims: int = EMBEDDING_DIMS
@@ -65,6 +79,10 @@ class MemoryOptions:
         return self.data_dir / "mem0"
 
     @property
+    def sqlite_path(self) -> Path:
+        return self.data_dir / "memory-store.db"
+
+    @property
     def qdrant_path(self) -> Path:
         return self.data_dir / "memory-qdrant"
 
@@ -73,9 +91,30 @@ class MemoryOptions:
         return self.data_dir / "memory-history.db"
 
 
+class OptionalExtraNotice(logging.Filter):
+    """Drops a Mem0 warning that only says an optional extra memdesk does not use is missing."""
+
+    def __init__(self, fragments: tuple[str, ...]) -> None:
+        super().__init__()
+        self.fragments = fragments
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not any(fragment in message for fragment in self.fragments)
+
+
+def quiet_optional_extra_warnings() -> None:
+    """Attach ``OptionalExtraNotice`` to Mem0's loggers, once per logger."""
+    for name, fragments in OPTIONAL_EXTRA_WARNINGS.items():
+        mem0_logger = logging.getLogger(name)
+        if not any(isinstance(existing, OptionalExtraNotice) for existing in mem0_logger.filters):
+            mem0_logger.addFilter(OptionalExtraNotice(fragments))
+
+
 def prepare_environment(options: MemoryOptions) -> None:
-    """Switch Mem0's telemetry off and give it a private directory; refuse if mem0 is already imported with
-    telemetry on (then it is too late to switch it off)."""
+    """Switch Mem0's telemetry off, give it a private directory and quiet its optional-extra warnings; refuse if
+    mem0 is already imported with telemetry on (then it is too late to switch it off)."""
+    quiet_optional_extra_warnings()
     os.environ["MEM0_TELEMETRY"] = "False"
     os.environ.setdefault("MEM0_DIR", str(options.mem0_dir))
     os.environ.setdefault("OMP_NUM_THREADS", EMBEDDED_THREADS)
@@ -109,6 +148,17 @@ def _vector_store(options: MemoryOptions) -> dict[str, Any]:
                 "collection_name": options.collection,
                 "embedding_model_dims": options.embedding_dims,
                 "hnsw": True,
+            },
+        }
+    if options.vector_store is VectorStoreKind.SQLITE:
+        from memory.sqlite_store import PROVIDER
+
+        return {
+            "provider": PROVIDER,
+            "config": {
+                "path": str(options.sqlite_path),
+                "collection_name": options.collection,
+                "embedding_model_dims": options.embedding_dims,
             },
         }
     options.qdrant_path.mkdir(parents=True, exist_ok=True)
@@ -149,7 +199,7 @@ def _embedder(options: MemoryOptions) -> dict[str, Any]:
 
 
 def mem0_config(options: MemoryOptions) -> dict[str, Any]:
-    """The ``Memory.from_config`` dictionary for ``options``."""
+    """The Mem0 configuration of ``options`` as a dictionary (``build_mem0_config`` turns it into Mem0's model)."""
     return {
         "vector_store": _vector_store(options),
         "embedder": _embedder(options),
@@ -159,3 +209,25 @@ def mem0_config(options: MemoryOptions) -> dict[str, Any]:
         },
         "history_db_path": str(options.history_db_path),
     }
+
+
+def build_mem0_config(options: MemoryOptions) -> Any:
+    """Mem0's ``MemoryConfig`` for ``options`` (import mem0 only after ``prepare_environment``).
+
+    Mem0 validates a vector-store provider against its own list of config modules; the embedded store is registered
+    in Mem0's factory instead (``memory.sqlite_store.register``) and its config is set after validation."""
+    from mem0.configs.base import MemoryConfig
+    from mem0.vector_stores.configs import VectorStoreConfig
+
+    raw = mem0_config(options)
+    if options.vector_store is not VectorStoreKind.SQLITE:
+        return MemoryConfig(**raw)
+    from memory.sqlite_store import SQLiteStoreConfig, register
+
+    register()
+    store = raw.pop("vector_store")
+    config = MemoryConfig(**raw)
+    config.vector_store = VectorStoreConfig.model_construct(
+        provider=store["provider"], config=SQLiteStoreConfig(**store["config"])
+    )
+    return config

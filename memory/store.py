@@ -10,21 +10,20 @@ for the record, no longer recalled); a memory a human edited, confirmed (``lock`
 locked and never superseded automatically (the newer automatic conclusion is the one marked superseded); an edit
 keeps its history in Mem0's history table and replaces the due date and expiry with the ones its caller gives.
 
-The embedded store (Qdrant in a local directory) has one owner: one ``CustomerMemory`` per process, and a second
-process gets ``MemoryStoreLockedError`` saying what to do. Within the process, each call into the embedded store is
-serialized by a lock held only for that call, never while an embedding is computed, so a hung embedder endpoint
-never holds up recall for others; sequences that read and then write (remember, edit, delete, erasure) take a
-second lock around the whole sequence. Both locks are acquired with a timeout: a call stuck behind a hung one fails
-with ``MemoryStoreBusyError`` instead of waiting for it. Requests to an embeddings endpoint carry their own timeout
+The embedded store (``memory.sqlite_store``, one SQLite file keyed by customer) may be opened by several processes
+at once (the server, the CLI, a second worker): SQLite serializes their writes, and read-then-write sequences
+(remember, edit, delete, erasure) also take ``SequenceLock``, a thread lock plus a file lock beside the store, so two
+processes never interleave them. Qdrant's local mode (``MEMDESK_MEMORY_STORE=qdrant``) has one owner: a second
+process gets ``MemoryStoreLockedError`` saying what to do; within the process, each call into it is serialized by a
+lock held only for that call, never while an embedding is computed, so a hung embedder endpoint never holds up
+recall for others. Every lock is acquired with a timeout: a call stuck behind a hung one fails with
+``MemoryStoreBusyError`` instead of waiting for it. Requests to an embeddings endpoint carry their own timeout
 (``EMBEDDING_REQUEST_TIMEOUT_S``), so a hung request ends and gives its thread back.
 
-Exception tree::
+Recall embeds its query through ``memory.query_cache``: the same question of the same customer within a burst is
+embedded once; erasing the customer empties their part of that cache.
 
-    CustomerMemoryError          base
-    ├── InvalidCustomerIdError   the customer id is empty, a wildcard, or has characters outside the pattern
-    ├── MemoryNotFoundError      no such memory for this customer (also when it belongs to another customer)
-    ├── MemoryStoreLockedError   another process owns the embedded store
-    └── MemoryStoreBusyError     a call in progress kept the store longer than the lock timeout
+Errors: see ``memory.errors`` (``CustomerMemoryError`` and its subclasses, re-exported here).
 """
 
 from __future__ import annotations
@@ -33,13 +32,33 @@ import builtins
 import logging
 import re
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, date, datetime
+from pathlib import Path
 from typing import Any
 
 from memory.conclusions import Conclusion, MemoryItem, MemoryStatus, cosine, same_decision
-from memory.config import EmbedderKind, MemoryOptions, VectorStoreKind, mem0_config, prepare_environment
+from memory.config import EmbedderKind, MemoryOptions, VectorStoreKind, build_mem0_config, prepare_environment
+from memory.errors import (
+    CustomerMemoryError,
+    InvalidCustomerIdError,
+    MemoryNotFoundError,
+    MemoryStoreBusyError,
+    MemoryStoreLockedError,
+)
+from memory.locks import SequenceLock, SerializedClient, held
+from memory.query_cache import CachingEmbedder, QueryEmbeddingCache
+
+__all__ = [
+    "CustomerMemory",
+    "CustomerMemoryError",
+    "InvalidCustomerIdError",
+    "MemoryNotFoundError",
+    "MemoryStoreBusyError",
+    "MemoryStoreLockedError",
+    "check_customer_id",
+]
 
 CUSTOMER_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 RECALL_LIMIT = 8
@@ -57,65 +76,6 @@ EMBEDDING_REQUEST_TIMEOUT_S = 5.0
 EMBEDDING_MAX_RETRIES = 1
 
 logger = logging.getLogger(__name__)
-
-
-class CustomerMemoryError(Exception):
-    """Base of the errors ``CustomerMemory`` raises on purpose."""
-
-
-class InvalidCustomerIdError(CustomerMemoryError, ValueError):
-    pass
-
-
-class MemoryNotFoundError(CustomerMemoryError, LookupError):
-    pass
-
-
-class MemoryStoreLockedError(CustomerMemoryError, RuntimeError):
-    pass
-
-
-class MemoryStoreBusyError(CustomerMemoryError, RuntimeError):
-    pass
-
-
-@contextmanager
-def _held(lock: threading.RLock, timeout_s: float, what: str) -> Iterator[None]:
-    if not lock.acquire(timeout=timeout_s):
-        raise MemoryStoreBusyError(
-            f"The memory store stayed busy for {timeout_s:g} s ({what}); a call in progress may be stuck. "
-            "Try again later."
-        )
-    try:
-        yield
-    finally:
-        lock.release()
-
-
-class _SerializedClient:
-    """The embedded Qdrant client with every method call under ``lock``: Qdrant's local mode is plain Python state
-    that concurrent calls would corrupt, and taking the lock per call (rather than around a whole Mem0 operation)
-    keeps it free while Mem0 computes embeddings."""
-
-    def __init__(self, client: Any, lock: threading.RLock, timeout_s: float) -> None:
-        self._client = client
-        self._lock = lock
-        self._timeout_s = timeout_s
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name in ("_client", "_lock", "_timeout_s"):
-            raise AttributeError(name)  # copy and pickle probe a half-built object: never recurse into the client
-        attribute = getattr(self._client, name)
-        if not callable(attribute):
-            return attribute
-        return self._serialized(attribute, name)
-
-    def _serialized(self, method: Callable[..., Any], name: str) -> Callable[..., Any]:
-        def call(*args: Any, **kwargs: Any) -> Any:
-            with _held(self._lock, self._timeout_s, f"vector store {name}"):
-                return method(*args, **kwargs)
-
-        return call
 
 
 def check_customer_id(customer_id: str) -> str:
@@ -175,16 +135,16 @@ class CustomerMemory:
 
         self.options = options
         self.lock_timeout_s = lock_timeout_s
-        self._lock = threading.RLock()  # around read-then-write sequences
+        self._sequences = SequenceLock(lock_timeout_s, self._sequence_lock_path(options))
         self._store_lock = threading.RLock()  # around each call into the embedded Qdrant client
         try:
-            self._mem0 = Memory.from_config(mem0_config(options))
+            self._mem0 = Memory(build_mem0_config(options))
         except RuntimeError as error:
             if "already accessed by another instance" in str(error):
                 raise MemoryStoreLockedError(
-                    f"Another process already owns the embedded memory store at {options.qdrant_path}. Run a single "
-                    "memdesk server per data directory, stop the other process, "
-                    "or move memories to pgvector (MEMDESK_MEMORY_STORE=pgvector) to share them between processes."
+                    f"Another process already owns the embedded Qdrant store at {options.qdrant_path}. Run a single "
+                    "memdesk process per data directory, or move the memories to the default store, which several "
+                    "processes share (`memdesk memory migrate-store --from qdrant --to sqlite`)."
                 ) from error
             raise
         self._contain_dependencies()
@@ -194,8 +154,19 @@ class CustomerMemory:
 
             attach_embedder(self._mem0, chosen)
         self._embedder = chosen
+        self.query_cache = QueryEmbeddingCache()
+        self._query_embedder = CachingEmbedder(self._mem0.embedding_model, self.query_cache)
+        self._mem0.embedding_model = self._query_embedder
         if options.vector_store is VectorStoreKind.PGVECTOR:
             self._index_customer_ids()
+
+    @staticmethod
+    def _sequence_lock_path(options: MemoryOptions) -> Path | None:
+        # Only the SQLite store is opened by several local processes; pgvector's own transactions cover its
+        # processes, and Qdrant's local mode admits one process.
+        if options.vector_store is VectorStoreKind.SQLITE:
+            return options.sqlite_path.with_suffix(".lock")
+        return None
 
     def _index_customer_ids(self) -> None:
         """Mem0 indexes the vectors (HNSW) but not the customer id every memdesk query filters on; without this
@@ -214,13 +185,18 @@ class CustomerMemory:
             )
 
     def _contain_dependencies(self) -> None:
-        """Serialize calls into the embedded Qdrant client (before Mem0 lazily shares it with its entity store) and
-        bound every request to an embeddings endpoint."""
+        """Serialize calls into the embedded Qdrant client (before Mem0 lazily shares it with its entity store),
+        let several processes share the history file, and bound every request to an embeddings endpoint."""
         vector_store = self._mem0.vector_store
         self._qdrant_client: Any = None
         if self.options.vector_store is VectorStoreKind.QDRANT:
             self._qdrant_client = vector_store.client
-            vector_store.client = _SerializedClient(self._qdrant_client, self._store_lock, self.lock_timeout_s)
+            vector_store.client = SerializedClient(self._qdrant_client, self._store_lock, self.lock_timeout_s)
+        history = self._mem0.db
+        with history._lock:  # Mem0's own lock around its SQLite connection
+            # WAL: readers in other processes never wait for a writer; writers wait up to the lock timeout.
+            history.connection.execute("PRAGMA journal_mode=WAL")
+            history.connection.execute(f"PRAGMA busy_timeout={int(self.lock_timeout_s * 1000)}")
         if self.options.embedder is EmbedderKind.OPENAI:
             embedding_model = self._mem0.embedding_model
             embedding_model.client = embedding_model.client.with_options(
@@ -246,25 +222,26 @@ class CustomerMemory:
     @contextmanager
     def _serialized(self) -> Iterator[None]:
         # A read-then-write sequence (the idempotency check before an add, erasure's list-then-delete) must not
-        # interleave with another in this process. pgvector serializes nothing here, as before: its own
-        # transactions handle concurrency between processes.
-        if self.options.vector_store is VectorStoreKind.QDRANT:
-            with _held(self._lock, self.lock_timeout_s, "another memory update"):
-                yield
-        else:
+        # interleave with another one. pgvector serializes nothing here, as before: its own transactions handle
+        # concurrency between processes.
+        if self.options.vector_store is VectorStoreKind.PGVECTOR:
             yield
+        else:
+            with self._sequences.held("another memory update"):
+                yield
 
     # -- reading ----------------------------------------------------------------------------------------------
     def recall(self, customer_id: str, query: str, *, limit: int = RECALL_LIMIT) -> builtins.list[MemoryItem]:
         """The customer's active memories most relevant to ``query``."""
         check_customer_id(customer_id)
         top_k = max(1, min(limit, MAX_RECALL_LIMIT))
-        found = self._mem0.search(
-            query or " ",
-            top_k=top_k,
-            filters={"user_id": customer_id, "status": MemoryStatus.ACTIVE.value},
-            threshold=SEARCH_THRESHOLD,
-        )
+        with self._query_embedder.scope(customer_id):
+            found = self._mem0.search(
+                query or " ",
+                top_k=top_k,
+                filters={"user_id": customer_id, "status": MemoryStatus.ACTIVE.value},
+                threshold=SEARCH_THRESHOLD,
+            )
         items = [_item(raw, customer_id) for raw in found.get("results", []) if raw.get("user_id") == customer_id]
         return [item for item in items if item.active][:top_k]
 
@@ -468,6 +445,7 @@ class CustomerMemory:
     def forget_customer(self, customer_id: str) -> int:
         """Delete every memory of the customer, and Mem0's history rows about them; returns how many memories."""
         check_customer_id(customer_id)
+        self.query_cache.forget(customer_id)
         with self._serialized():
             found = self._mem0.get_all(filters={"user_id": customer_id}, top_k=LIST_LIMIT, show_expired=True)
             ids = [str(raw["id"]) for raw in found.get("results", []) if raw.get("user_id") == customer_id]
@@ -490,11 +468,18 @@ class CustomerMemory:
         embedded store, and the end of the process releases it."""
         if self._qdrant_client is not None:
             try:
-                with _held(self._store_lock, CLOSE_TIMEOUT_S, "closing"):
+                with held(self._store_lock, CLOSE_TIMEOUT_S, "closing"):
                     self._qdrant_client.close()
             except MemoryStoreBusyError:
                 logger.warning("A memory store call is still running; the store is left open for the process exit.")
-        pool = getattr(self._mem0.vector_store, "connection_pool", None)  # pgvector
+        vector_store = self._mem0.vector_store
+        pool = getattr(vector_store, "connection_pool", None)  # pgvector
         if pool is not None and hasattr(pool, "close"):
             pool.close()
+        if self.options.vector_store is VectorStoreKind.SQLITE:
+            vector_store.close()
+            entities = self._mem0._entity_store  # Mem0 builds it on first use only
+            if entities is not None:
+                entities.close()
+        self.query_cache.forget_all()
         self._mem0.db.close()

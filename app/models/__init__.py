@@ -7,6 +7,7 @@ Importing this package registers every table on ``SQLModel.metadata`` (what alem
 - ``context``: context segments and compactions (the compression lineage)
 - ``conclusions``: the conclusion outbox towards long-term memory
 - ``console``: console staff, their sessions, sign-in throttles, read marks, handoff summaries, audit events
+- ``sync``: the conclusion sync's runs (each conversation's watermark is on the conversation)
 - ``shop``: the demo shop and help-center articles
 """
 
@@ -44,6 +45,7 @@ from app.models.support import (
     MessagePublic,
     MessageRole,
 )
+from app.models.sync import SyncRun, SyncRunStatus
 
 __all__ = [
     "DEFAULT_CURRENCY",
@@ -80,6 +82,8 @@ __all__ = [
     "ShipmentStatus",
     "ShippingAddress",
     "StaffSession",
+    "SyncRun",
+    "SyncRunStatus",
     "segment_title",
     "utc_now",
 ]

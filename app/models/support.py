@@ -97,6 +97,8 @@ class Conversation(ConversationBase, table=True):
         default=ConversationStatus.BOT, sa_type=enum_type(ConversationStatus), index=True
     )
     assigned_agent_id: int | None = Field(default=None, foreign_key="agents.id", index=True, ondelete="SET NULL")
+    # The last message the conclusion sync covered (``app.models.sync``); None before the first sync.
+    synced_through_message_id: int | None = None
     created_at: datetime = Field(default_factory=utc_now)
     updated_at: datetime = Field(default_factory=utc_now, sa_column_kwargs={"onupdate": utc_now})
 

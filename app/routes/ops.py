@@ -21,7 +21,7 @@ from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from sqlalchemy import text
 
 from app.deps import ServicesDep
@@ -48,8 +48,14 @@ metrics_bearer = HTTPBearer(
 )
 
 
+class SyncStatus(BaseModel):
+    last_run: dict[str, Any] | None = Field(description="The latest finished conclusion sync run, if any")
+    next_run: str | None = Field(description="When the daily sync runs next (ISO 8601), if it is scheduled")
+
+
 class Liveness(BaseModel):
     status: Literal["ok"]
+    sync: SyncStatus | None = None
 
 
 class Readiness(BaseModel):
@@ -58,9 +64,14 @@ class Readiness(BaseModel):
 
 
 @router.get("/healthz", response_model=Liveness)
-def healthz() -> Liveness:
-    """Liveness: the process answers (no I/O)."""
-    return Liveness(status="ok")
+def healthz(request: Request) -> Liveness:
+    """Liveness: the process answers (no I/O), and what it knows of the conclusion sync."""
+    services: Services | None = getattr(request.app.state, "services", None)
+    schedule = services.sync if services is not None else None
+    if schedule is None:
+        return Liveness(status="ok")
+    last = schedule.last_run.model_dump(mode="json") if schedule.last_run is not None else None
+    return Liveness(status="ok", sync=SyncStatus(last_run=last, next_run=schedule.next_run()))
 
 
 class _LLMCheck:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from importlib.resources import files
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -27,11 +28,14 @@ from app.demo_shop.generator import DEMO_CUSTOMER_EXTERNAL_ID
 from app.deps import ServicesDep, SessionDep
 from app.identity import shop_identity_hmac
 from app.models import Customer
+from compression.summarizer import packaged_templates
 
 router = APIRouter(tags=["widget"])
 
-STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
-TEMPLATES_DIR = Path(__file__).resolve().parent.parent.parent / "templates" / "widget"
+# Package data, found the same in a wheel and in an editable install; pip unpacks wheels, so this is a real directory
+# (FileResponse needs one).
+STATIC_DIR = Path(str(files("app").joinpath("static")))
+TEMPLATES_DIR = packaged_templates("widget")
 DEMO_TEMPLATE = "demo.html"
 # Short, so a new widget version reaches every shop page within minutes.
 STATIC_MAX_AGE_S = 300

@@ -42,11 +42,11 @@ from app.models import (
     segment_title,
 )
 
-HEAD = "0004_console"
+HEAD = "0005_conclusion_sync"
 SessionDep = Annotated[Session, Depends(get_session)]
 ALL_TABLES = {
     "agents", "audit_events", "customers", "conversations", "messages", "context_segments", "compactions",
-    "conclusions", "products", "orders", "order_items", "shipments", "refunds", "help_articles",
+    "conclusions", "products", "orders", "order_items", "shipments", "refunds", "help_articles", "sync_runs",
     "staff_sessions", "login_throttles", "conversation_reads", "handoff_summaries",
 }  # fmt: skip
 

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from sqlmodel import Session, select
 
@@ -27,6 +32,7 @@ from memory.conclusions import Conclusion as MemoryConclusion
 from memory.conclusions import ConclusionKind as MemoryKind
 from memory.conclusions import ConclusionSource as MemorySource
 from memory.store import CustomerMemory
+from tests.app.serve_process import REPOSITORY_ROOT, ServeProcess, start_serve
 from tests.memory.conftest import hashing_options
 
 
@@ -148,15 +154,12 @@ def test_erase_removes_the_customer_everywhere_and_leaves_others_alone(
     assert main(["customer", "export", str(jane)]) == 1
 
 
-def test_the_cli_refuses_while_another_process_owns_the_memory_store(
+def test_the_cli_explains_a_memory_store_held_by_a_process_that_is_not_a_server(
     data_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     jane, _ = _populate(data_dir)
     store = CustomerMemory(hashing_options(data_dir))
     try:
-        import subprocess
-        import sys
-
         result = subprocess.run(
             [sys.executable, "-m", "app.cli", "customer", "export", str(jane)],
             capture_output=True,
@@ -166,4 +169,106 @@ def test_the_cli_refuses_while_another_process_owns_the_memory_store(
     finally:
         store.close()
     assert result.returncode == 1
-    assert "While the server runs, use the admin API instead." in result.stderr
+    assert result.stderr.startswith("memdesk customer export: Another process already owns the embedded memory store")
+    assert f"No memdesk server is recorded as running from {data_dir}" in result.stderr
+
+
+ADMIN_TOKEN = "admin-token-for-the-cli-tests-0123456789"
+
+
+def _cli(data_dir: Path, *arguments: str, **settings: str) -> subprocess.CompletedProcess[str]:
+    """``memdesk`` in its own process, configured only by ``MEMDESK_*`` variables; MEMDESK_PORT is deliberately
+    wrong, so reaching the server proves its own record was used."""
+    environment = {
+        **{key: value for key, value in os.environ.items() if not key.startswith("MEMDESK_")},
+        "PYTHONPATH": str(REPOSITORY_ROOT),
+        "MEM0_TELEMETRY": "False",
+        "MEMDESK_DATA_DIR": str(data_dir),
+        "MEMDESK_MEMORY_EMBEDDER": "hashing",
+        "MEMDESK_PORT": "9",
+        **settings,
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "app.cli", *arguments],
+        cwd=data_dir.parent,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.fixture
+def running_server(tmp_path: Path) -> Iterator[tuple[ServeProcess, Path, int, int]]:
+    """``memdesk serve`` (with an admin token) on a data directory holding two customers with memories."""
+    data_dir = tmp_path / "data"
+    jane, other = _populate(data_dir)
+    served = start_serve(
+        tmp_path,
+        {
+            "MEMDESK_LLM_BASE_URL": "http://127.0.0.1:9/v1",  # never called: no customer writes in these tests
+            "MEMDESK_MEMORY_EMBEDDER": "hashing",
+            "MEMDESK_ADMIN_TOKEN": ADMIN_TOKEN,
+        },
+    )
+    try:
+        yield served, data_dir, jane, other
+        served.stop(timeout_s=30)
+    finally:
+        served.ensure_stopped()
+
+
+def test_export_and_erase_work_while_the_server_owns_the_memory_store(
+    running_server: tuple[ServeProcess, Path, int, int],
+) -> None:
+    served, data_dir, jane, other = running_server
+    exported = _cli(data_dir, "customer", "export", str(jane), MEMDESK_ADMIN_TOKEN=ADMIN_TOKEN)
+    assert exported.returncode == 0, exported.stderr
+    document = json.loads(exported.stdout)
+    assert document["customer"]["name"] == "Jane"
+    assert [m["text"] for m in document["memories"]] == ["Jane prefers SMS after 6 pm"]
+    assert "Other" not in exported.stdout
+
+    erased = _cli(data_dir, "customer", "erase", str(jane), "--yes", MEMDESK_ADMIN_TOKEN=ADMIN_TOKEN)
+    assert erased.returncode == 0, erased.stderr
+    assert erased.stdout.startswith(f"Erased customer {jane}: memories 1")
+
+    admin = httpx.Client(base_url=served.url, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+    public_ids = {
+        name: public_id
+        for name, public_id in sqlite3.connect(data_dir / "memdesk.db").execute("SELECT name, public_id FROM customers")
+    }
+    assert set(public_ids) == {"Other"}
+    assert admin.get(f"/api/admin/customers/{public_ids['Other']}/export").json()["memories"][0]["text"] == (
+        "Other prefers SMS after 6 pm"
+    )
+    again = _cli(data_dir, "customer", "export", str(jane), MEMDESK_ADMIN_TOKEN=ADMIN_TOKEN)
+    assert again.returncode == 1 and f"No customer '{jane}'" in again.stderr
+    # The other customer is still there, and still found by their internal id.
+    assert _cli(data_dir, "customer", "export", str(other), MEMDESK_ADMIN_TOKEN=ADMIN_TOKEN).returncode == 0
+
+
+def test_without_the_admin_token_the_cli_says_how_to_reach_the_running_server(
+    running_server: tuple[ServeProcess, Path, int, int],
+) -> None:
+    served, data_dir, jane, _ = running_server
+    missing = _cli(data_dir, "customer", "erase", str(jane), "--yes")
+    assert missing.returncode == 1
+    assert missing.stderr.startswith(f"memdesk customer erase: memdesk serve (pid {served.process.pid}, {served.url})")
+    assert "Set MEMDESK_ADMIN_TOKEN here to the value the server was started with" in missing.stderr
+    wrong = _cli(data_dir, "customer", "export", str(jane), MEMDESK_ADMIN_TOKEN="not-the-token")
+    assert wrong.returncode == 1 and "refused the admin token" in wrong.stderr
+    still_there = _cli(data_dir, "customer", "export", str(jane), MEMDESK_ADMIN_TOKEN=ADMIN_TOKEN)
+    assert json.loads(still_there.stdout)["customer"]["name"] == "Jane"
+
+
+def test_a_command_for_another_database_is_not_sent_to_the_running_server(
+    running_server: tuple[ServeProcess, Path, int, int], tmp_path: Path
+) -> None:
+    served, data_dir, jane, _ = running_server
+    elsewhere = f"sqlite:///{tmp_path / 'elsewhere.db'}"
+    result = _cli(
+        data_dir, "customer", "export", str(jane), "--database-url", elsewhere, MEMDESK_ADMIN_TOKEN=ADMIN_TOKEN
+    )
+    assert result.returncode == 1
+    assert f"memdesk serve (pid {served.process.pid}, {served.url}) holds it, but on the database" in result.stderr

@@ -48,7 +48,10 @@ def test_a_call_returns_its_result_or_raises_its_error(pool: BoundedWorkerPool) 
 def test_hung_calls_time_out_and_once_every_worker_is_stuck_new_calls_fail_at_once(
     pool: BoundedWorkerPool, release: threading.Event
 ) -> None:
-    threads_before = threading.active_count()
+    def pool_threads() -> int:  # other tests' threads come and go; count this pool's own
+        return sum(thread.name.startswith(f"{pool.name}-") for thread in threading.enumerate())
+
+    threads_before = pool_threads()
     for _ in range(WORKERS):
         started = time.monotonic()
         with pytest.raises(DependencyTimeoutError):
@@ -61,7 +64,7 @@ def test_hung_calls_time_out_and_once_every_worker_is_stuck_new_calls_fail_at_on
         with pytest.raises(PoolSaturatedError, match="stuck"):
             pool.call(lambda: "never runs", timeout_s=5)
         assert time.monotonic() - started < 0.5
-    assert threading.active_count() == threads_before  # no thread was started for any of those calls
+    assert pool_threads() == threads_before  # no thread was started for any of those calls
 
     release.set()  # the dependency comes back: the stuck calls end and their workers serve again
     deadline = time.monotonic() + 5

@@ -1,4 +1,4 @@
-"""A real Mem0 over a real local Qdrant store in a temporary directory, with the fast hashing embedder."""
+"""A real Mem0 over the real embedded SQLite store in a temporary directory, with the fast hashing embedder."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""CustomerMemory on real Mem0 + Qdrant: storing conclusions, recall, supersession, locks, isolation, privacy."""
+"""CustomerMemory on real Mem0 and the embedded SQLite store: storing conclusions, recall, supersession, locks,
+isolation, privacy, several processes."""
 
 from __future__ import annotations
 
@@ -6,12 +7,14 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
 
 from memory.conclusions import Conclusion, ConclusionKind, ConclusionSource
+from memory.config import VectorStoreKind
 from memory.store import CustomerMemory, InvalidCustomerIdError, MemoryNotFoundError
 from tests.memory.conftest import hashing_options
 
@@ -146,19 +149,52 @@ def test_mem0_runs_offline_with_telemetry_off(customer_memory: CustomerMemory, t
 
     assert telemetry.MEM0_TELEMETRY is False
     assert os.environ["MEM0_TELEMETRY"] == "False"
-    assert customer_memory.options.qdrant_path.is_relative_to(tmp_path)
+    assert customer_memory.options.sqlite_path.is_relative_to(tmp_path)
+    assert customer_memory.options.sqlite_path.is_file()
 
 
-def test_a_second_process_on_the_same_embedded_store_gets_a_clear_error(tmp_path: Path) -> None:
+def test_a_second_process_reads_and_writes_the_same_embedded_store_while_the_first_has_it_open(
+    tmp_path: Path,
+) -> None:
     store = CustomerMemory(hashing_options(tmp_path))
     try:
+        (first,) = store.remember([preference("41", "Prefers SMS over email")])
         script = textwrap.dedent(
             f"""
             from pathlib import Path
+            from memory.conclusions import Conclusion, ConclusionKind, ConclusionSource
+            from memory.store import CustomerMemory
+            from tests.memory.conftest import hashing_options
+            other = CustomerMemory(hashing_options(Path({str(tmp_path)!r})))
+            print("SEEN:", [item.text for item in other.list("41")])
+            other.remember([Conclusion("41", ConclusionKind.FACT, "Lives in Lyon", ConclusionSource.AGENT)])
+            print("ERASED:", other.forget_customer("42"))
+            other.close()
+            """
+        )
+        store.remember([preference("42", "Erase me")])
+        result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+        assert "SEEN: ['Prefers SMS over email']" in result.stdout, result.stderr
+        assert "ERASED: 1" in result.stdout, result.stderr
+        assert {item.text for item in store.list("41")} == {"Prefers SMS over email", "Lives in Lyon"}
+        assert store.list("42") == []
+        assert store.remember([preference("41", "Prefers SMS over email")]) == [first], "still stored once"
+    finally:
+        store.close()
+
+
+def test_a_second_process_on_an_embedded_qdrant_store_gets_a_clear_error(tmp_path: Path) -> None:
+    store = CustomerMemory(replace(hashing_options(tmp_path), vector_store=VectorStoreKind.QDRANT))
+    try:
+        script = textwrap.dedent(
+            f"""
+            from dataclasses import replace
+            from pathlib import Path
+            from memory.config import VectorStoreKind
             from memory.store import CustomerMemory, MemoryStoreLockedError
             from tests.memory.conftest import hashing_options
             try:
-                CustomerMemory(hashing_options(Path({str(tmp_path)!r})))
+                CustomerMemory(replace(hashing_options(Path({str(tmp_path)!r})), vector_store=VectorStoreKind.QDRANT))
             except MemoryStoreLockedError as error:
                 print("LOCKED:", error)
             """
@@ -166,8 +202,8 @@ def test_a_second_process_on_the_same_embedded_store_gets_a_clear_error(tmp_path
         result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     finally:
         store.close()
-    assert "LOCKED: Another process already owns the embedded memory store" in result.stdout, result.stderr
-    assert "pgvector" in result.stdout
+    assert "LOCKED: Another process already owns the embedded Qdrant store" in result.stdout, result.stderr
+    assert "migrate-store --from qdrant --to sqlite" in result.stdout
 
 
 def test_recall_with_the_local_minilm_embedder_finds_memories_by_meaning(tmp_path: Path) -> None:

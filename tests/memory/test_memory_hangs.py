@@ -1,5 +1,5 @@
 """Mem0 with an embeddings endpoint that hangs for real (accepts the connection, never answers): real Mem0, the
-embedded Qdrant store, the ``openai`` embedder pointed at ``EmbeddingEndpoint``.
+embedded SQLite store, the ``openai`` embedder pointed at ``EmbeddingEndpoint``.
 
 A hung call holds no lock a later call needs, never blocks a turn for longer than the recall timeout, never grows
 the server's threads, loses no conclusion, and never holds up shutdown.
@@ -274,7 +274,9 @@ def _turns_after_the_embedder_recovers(chat: _Chat, endpoint: EmbeddingEndpoint)
 def _stop_with_a_recall_hung(chat: _Chat, served: ServeProcess, endpoint: EmbeddingEndpoint) -> None:
     endpoint.hanging = True
     hung_before = endpoint.hung
-    posted = chat.client.post(f"/api/widget/conversations/{chat.conversation}/messages", json={"content": QUESTION})
+    # A question not asked before: a repeated one is answered from the query-embedding cache, without the endpoint.
+    question = f"{QUESTION} (asked at shutdown)"
+    posted = chat.client.post(f"/api/widget/conversations/{chat.conversation}/messages", json={"content": question})
     assert posted.status_code == 202
     _wait_for_hung(endpoint, hung_before + 1)
     chat.client.close()

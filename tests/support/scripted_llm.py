@@ -20,16 +20,19 @@ Lifecycle::
     # stopped: delayed replies are abandoned, open connections closed, the port released
 
 Nothing is slept unless a reply asks for it, so a benchmark can drive hundreds of requests per second.
+``python -m tests.support.scripted_llm`` runs it on its own, for checks that drive a separate memdesk process.
 The module raises only ``ValueError`` (an invalid reply) and ``RuntimeError`` (a server used before
 ``start()``); faults travel over HTTP.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import enum
 import itertools
 import json
+import signal
 import socket
 import socketserver
 import sys
@@ -697,3 +700,35 @@ def iter_stream_payloads(raw: bytes) -> Iterator[str]:
     for line in raw.decode().splitlines():
         if line.startswith("data: "):
             yield line.removeprefix("data: ")
+
+
+# --- on its own -------------------------------------------------------------------------------------------
+
+STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT}
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Serve until SIGTERM or Ctrl-C; the first line on standard output is the ``base_url``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.support.scripted_llm", description="A scripted OpenAI-compatible chat server."
+    )
+    parser.add_argument("--port", type=int, default=0, help="the port to listen on; 0 (default) picks a free one")
+    parser.add_argument(
+        "--reply",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("MODEL", "TEXT"),
+        help="answer every request for MODEL with TEXT (repeatable); other models get the echo reply",
+    )
+    args = parser.parse_args(argv)
+    replies: dict[str, str] = dict(args.reply)
+    # Blocked before the server thread starts, so that thread inherits the mask and only sigwait() sees the signal.
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    with ScriptedLLMServer(rule=lambda request: replies.get(request.model or ""), port=args.port) as server:
+        print(server.base_url, flush=True)
+        signal.sigwait(STOP_SIGNALS)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,80 @@
+"""The ``memdesk`` command line (typer): ``migrate``, ``seed-demo``, ``serve`` and ``customer export|erase``.
+
+Each command lives in the module of its group (``database``, ``serve``, ``customer``) as a typed function; this
+module puts them together and runs them. Settings come from ``MEMDESK_*`` environment variables (or ``.env``), and
+every command that touches the database takes ``--database-url`` in place of ``MEMDESK_DATABASE_URL``.
+``main`` returns the exit code: 0 on success, 1 when a command fails (its message on standard error, after the
+command's name), 2 for a command line that does not parse.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
+from typing import Annotated
+
+import typer
+from typer.main import get_command
+
+from app.cli.common import EXIT_FAILURE, EXIT_OK, CommandError, Invocation
+from app.cli.customer import customer_commands
+from app.cli.database import migrate_command, seed_demo_command
+from app.cli.serve import serve_command
+
+DISTRIBUTION = "memdesk"
+
+cli = typer.Typer(
+    name="memdesk",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+cli.command("migrate")(migrate_command)
+cli.command("seed-demo")(seed_demo_command)
+cli.command("serve")(serve_command)
+cli.add_typer(customer_commands, name="customer")
+
+
+def distribution_version() -> str:
+    try:
+        return version(DISTRIBUTION)
+    except PackageNotFoundError:
+        return "(not installed: run pip install -e . in the repository)"
+
+
+def _print_version(requested: bool) -> None:
+    if requested:
+        print(f"memdesk {distribution_version()}")
+        raise typer.Exit()
+
+
+@cli.callback()
+def memdesk(
+    context: typer.Context,
+    show_version: Annotated[
+        bool, typer.Option("--version", help="show the version and exit", callback=_print_version, is_eager=True)
+    ] = False,
+) -> None:
+    """Self-hosted AI customer-support desk."""
+    Invocation.note_subcommand(context)
+
+
+def _exit_code(code: object) -> int:
+    if code is None:
+        return EXIT_OK
+    return code if isinstance(code, int) else EXIT_FAILURE
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    invocation = Invocation()
+    try:
+        get_command(cli).main(
+            args=list(argv) if argv is not None else sys.argv[1:], prog_name="memdesk", obj=invocation
+        )
+    except SystemExit as exit_:  # standalone mode ends every run this way, success included
+        return _exit_code(exit_.code)
+    except CommandError as error:
+        print(f"{invocation.name}: {error}", file=sys.stderr)
+        return EXIT_FAILURE
+    return EXIT_OK

@@ -1,0 +1,134 @@
+"""``memdesk serve``: the support desk under uvicorn, with the embedded demo model as a child when no LLM is set.
+
+Stopping: uvicorn handles SIGTERM and SIGINT itself while it serves (graceful shutdown), then raises the signal
+again once it has restored the handlers it found. Those handlers are ``_request_stop``, installed before the local
+model starts: it turns the signal into ``StopRequested``, which unwinds ``serve`` through its ``finally`` so the
+model child is stopped and the server's record removed. Without it, Python's default SIGTERM action would end the
+process on the spot and leave the child running on its port. A crash (an exception out of uvicorn, or uvicorn
+exiting because it cannot bind) takes the same ``finally``. Only ``kill -9`` skips it; the model's pid file lets the
+next start stop what it left behind (``app.local_model``).
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from dataclasses import dataclass
+from types import FrameType
+from typing import Annotated
+
+import typer
+
+from app.cli.common import CommandError, DatabaseUrlOption, database_errors_explained, load_settings, printable_url
+from app.cli.running_server import forget_this_server, local_url, record_this_server
+from app.db import migrate
+from app.local_model import REAL_ENDPOINT_HINT, LocalModelError, LocalModelServer
+from app.settings import Settings
+
+# Open event streams never end by themselves: past this, uvicorn closes them so a stop takes seconds, not forever.
+GRACEFUL_SHUTDOWN_S = 1
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+LOCAL_MODEL_LOG = "local-model.log"
+LOCAL_MODEL_PID_FILE = "local-model.pid"
+
+HostOption = Annotated[
+    str | None,
+    typer.Option(help="interface to listen on (default: MEMDESK_HOST, 127.0.0.1)", show_default=False),
+]
+PortOption = Annotated[
+    int | None,
+    typer.Option(help="port to listen on (default: MEMDESK_PORT, 8000)", show_default=False, min=1, max=65535),
+]
+
+
+class StopRequested(BaseException):
+    """A stop signal outside uvicorn's own handling. A BaseException, like KeyboardInterrupt, so that no
+    ``except Exception`` on the way catches it."""
+
+
+def _request_stop(signal_number: int, frame: FrameType | None) -> None:
+    for number in STOP_SIGNALS:
+        signal.signal(number, signal.SIG_IGN)  # a second signal must not cut the clean-up short
+    raise StopRequested(signal.Signals(signal_number).name)
+
+
+@dataclass(frozen=True)
+class Listener:
+    host: str
+    port: int
+
+    @property
+    def url(self) -> str:
+        return local_url(self.host, self.port)
+
+
+def serve_command(host: HostOption = None, port: PortOption = None, database_url: DatabaseUrlOption = None) -> None:
+    """Run the support desk (and the embedded demo model when no LLM is configured)."""
+    settings = load_settings(database_url)
+    listener = Listener(host or settings.host, port or settings.port)
+    with database_errors_explained():
+        migrate(settings.resolved_database_url)
+    handlers = {number: signal.signal(number, _request_stop) for number in STOP_SIGNALS}
+    local: LocalModelServer | None = None
+    try:
+        local = _start_local_model(settings) if settings.uses_embedded_llm else None
+        database = printable_url(settings.resolved_database_url)
+        if not record_this_server(settings.data_dir, url=listener.url, database=database):
+            print(f"memdesk serve: another memdesk serve is running from {settings.data_dir}.", file=sys.stderr)
+        _print_banner(settings, listener, local)
+        _run_uvicorn(settings, listener)
+    except StopRequested as stop:
+        print(f"memdesk serve: stopping ({stop}).", file=sys.stderr, flush=True)
+    finally:
+        if local is not None:
+            local.stop()
+        forget_this_server(settings.data_dir)
+        for number, handler in handlers.items():
+            signal.signal(number, handler)
+
+
+def _start_local_model(settings: Settings) -> LocalModelServer:
+    local = LocalModelServer(
+        port=settings.local_model_port,
+        threads=settings.local_model_threads,
+        context_length=settings.context_length,
+        log_path=settings.data_dir / LOCAL_MODEL_LOG,
+        pid_path=settings.data_dir / LOCAL_MODEL_PID_FILE,
+    )
+    print(f"Starting the embedded demo model on {local.base_url} …", flush=True)
+    try:
+        return local.start()
+    except LocalModelError as error:
+        raise CommandError(str(error)) from error
+
+
+def _print_banner(settings: Settings, listener: Listener, local: LocalModelServer | None) -> None:
+    base = listener.url
+    print(f"\nmemdesk is running at {base}")
+    print(f"  demo shop:     {base}/demo   <- open this to chat through the widget")
+    print(f"  API docs:      {base}/docs")
+    print(f"  health:        {base}/healthz")
+    print(f"  widget API:    {base}/api/widget/")
+    print(f"  database:      {printable_url(settings.resolved_database_url)}")
+    if local is not None:
+        print(f"  LLM:           embedded SmolLM2-135M-Instruct at {local.base_url}\n\n{REAL_ENDPOINT_HINT}\n")
+    else:
+        print(f"  LLM:           {settings.chat_model} at {settings.llm_base_url}\n")
+    sys.stdout.flush()
+
+
+def _run_uvicorn(settings: Settings, listener: Listener) -> None:
+    import uvicorn  # the server stack is imported only by the command that serves
+
+    from app.http_limits import UVICORN_LIMITS
+    from app.main import create_app
+
+    uvicorn.run(
+        create_app(settings),
+        host=listener.host,
+        port=listener.port,
+        log_level="info",
+        access_log=settings.access_log,
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+        **UVICORN_LIMITS,
+    )

@@ -1,0 +1,148 @@
+"""``python -m benchmarks.sync --json``: the conclusion sync over many idle conversations.
+
+Seeds ``--conversations`` idle conversations (a customer's question and a reply with a refund promise each) in a fresh
+SQLite database, then runs ``SyncRunner`` as ``memdesk sync`` does, with a zero-latency summarizer in process (so the
+figure is memdesk's own cost: selection, transcript reads, the compressor's prompt building and decision parsing,
+outbox writes and delivery) and real long-term memory (Mem0 on the configured embedded store, hashing embedder).
+Then it runs again, which must write nothing.
+
+Prints ``conversations_per_min`` (first run, delivery included), ``duplicate_memories`` (memories beyond one per
+conversation), ``rerun_new_writes`` (outbox rows and memories the second run added) and ``peak_rss_mb``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import func
+from sqlmodel import Session, select
+
+from app.conversation_context import start_first_segment
+from app.db import create_db_engine, migrate
+from app.llm import UsageLedger
+from app.memory_outbox import SqlOutboxRepository
+from app.models import Conclusion, Conversation, Customer, Message, MessageAuthor, MessageRole
+from app.sync import SyncOptions, SyncRunner
+from compression import ContextCompressor
+from compression.types import Completion, Usage
+from compression.types import Message as ChatMessage
+from memory.config import EmbedderKind, MemoryOptions, VectorStoreKind
+from memory.outbox import ConclusionOutbox
+from memory.store import CustomerMemory
+
+DEFAULT_CONVERSATIONS = 10_000
+SEED_BATCH = 500
+CONTEXT_LENGTH = 32_000
+
+
+class InstantSummarizer:
+    """A ``SummaryLLM`` that answers at once with notes holding the conversation's promise."""
+
+    def complete(self, messages: list[ChatMessage], *, model: str, max_tokens: int) -> Completion:
+        request = str(messages[-1].get("content"))
+        number = request.split("(case ")[1].split(")")[0]
+        notes = (
+            "## Customer Goal\n- A refund.\n## Promises & Commitments\n"
+            f"- Full refund for order #W{int(number):07d} {{due: 2026-12-05 | ids: #W{int(number):07d} | from: #1}}\n"
+        )
+        return Completion(text=notes, model=model, usage=Usage(len(request) // 4, len(notes) // 4))
+
+
+def seed(url: str, count: int) -> None:
+    engine = create_db_engine(url)
+    long_ago = datetime.now(UTC) - timedelta(days=1)
+    with Session(engine) as session:
+        for start in range(0, count, SEED_BATCH):
+            for number in range(start, min(count, start + SEED_BATCH)):
+                customer = Customer(name=f"Customer {number}")
+                session.add(customer)
+                session.flush()
+                assert customer.id is not None
+                conversation = Conversation(customer_id=customer.id, updated_at=long_ago)
+                session.add(conversation)
+                session.flush()
+                start_first_segment(session, conversation)
+                assert conversation.id is not None
+                session.add_all([
+                    Message(conversation_id=conversation.id, role=MessageRole.USER, author=MessageAuthor.CUSTOMER,
+                            content=f"Order #W{number:07d} arrived broken (case {number})", created_at=long_ago),
+                    Message(conversation_id=conversation.id, role=MessageRole.ASSISTANT, author=MessageAuthor.BOT,
+                            content=f"I'll refund order #W{number:07d} in full by 2026-12-05.", created_at=long_ago),
+                ])  # fmt: skip
+            session.commit()
+    engine.dispose()
+
+
+def _counts(url: str, store: CustomerMemory, customers: int) -> tuple[int, int]:
+    engine = create_db_engine(url)
+    with Session(engine) as session:
+        rows = int(session.exec(select(func.count()).select_from(Conclusion)).one())
+    engine.dispose()
+    memories = sum(len(store.list(str(customer))) for customer in range(1, customers + 1))
+    return rows, memories
+
+
+def run(conversations: int, store_kind: str, concurrency: int) -> dict[str, Any]:
+    workdir = Path(tempfile.mkdtemp(prefix="memdesk-sync-bench-"))
+    url = f"sqlite:///{workdir / 'memdesk.db'}"
+    migrate(url)
+    seed(url, conversations)
+    options = MemoryOptions(data_dir=workdir, vector_store=VectorStoreKind(store_kind), embedder=EmbedderKind.HASHING)
+    store = CustomerMemory(options)
+    db = create_db_engine(url)
+    outbox = ConclusionOutbox(SqlOutboxRepository(db), store)
+
+    def engine() -> ContextCompressor:
+        return ContextCompressor(model="main", context_length=CONTEXT_LENGTH, summary_llm=InstantSummarizer())
+
+    runner = SyncRunner(db, engine, UsageLedger(), deliver=outbox.deliver_due)
+    sync_options = SyncOptions(idle_minutes=30, concurrency=concurrency)
+    started = time.perf_counter()
+    first = runner.run(sync_options)
+    elapsed = time.perf_counter() - started
+    rows, memories = _counts(url, store, conversations)
+    second = runner.run(sync_options)
+    rows_after, memories_after = _counts(url, store, conversations)
+    store.close()
+    db.dispose()
+    assert first.record is not None
+    return {
+        "conversations": conversations,
+        "store": store_kind,
+        "concurrency": concurrency,
+        "seconds": round(elapsed, 2),
+        "conversations_per_min": round(conversations / elapsed * 60, 1),
+        "summarized": first.record.summarized,
+        "failed": first.record.failed,
+        "conclusions_written": first.record.conclusions_written,
+        "outbox_rows": rows,
+        "memories": memories,
+        "duplicate_memories": max(0, memories - conversations),
+        "rerun_scanned": len(second.conversations),
+        "rerun_new_writes": (rows_after - rows) + (memories_after - memories),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--conversations", type=int, default=DEFAULT_CONVERSATIONS)
+    parser.add_argument("--store", default="qdrant", help="the embedded memory store to deliver to")
+    parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    args = parser.parse_args()
+    figures = run(args.conversations, args.store, args.concurrency)
+    print(json.dumps(figures) if args.json else json.dumps(figures, indent=2))
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
