@@ -133,6 +133,11 @@ class EventBroker:
         channel.subscribers.add(queue)
         return Subscription(channel, queue, self._missed(channel, conversation_id, last_event_id))
 
+    def position(self, conversation_id: int) -> str:
+        """The id of this conversation's newest event so far: a page rendered now resumes its stream after it."""
+        channel = self._channels.get(conversation_id)
+        return f"{self.boot}:{channel.sequence if channel else 0}"
+
     def subscribe_console(self, last_event_id: str | None = None) -> Subscription:
         """A subscription to the console channel: one event per change in any conversation."""
         queue: asyncio.Queue[Event | None] = asyncio.Queue(maxsize=SUBSCRIBER_QUEUE_SIZE)

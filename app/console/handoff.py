@@ -124,7 +124,7 @@ def write_handoff_summary(
         return None
     through = max(ids) if ids else compaction.last_message_id if compaction else 0
     writer = SummaryWriter(gateway, main_model=gateway.chat_model, override_model=settings.summary_model_override)
-    material: list[CompressionMessage] = [dict(turn) for turn in turns]
+    material: list[CompressionMessage] = list(turns)
     request = SummaryRequest(
         previous_summary=previous,
         pinned="",

@@ -130,12 +130,12 @@ def _page_statement(staff_id: int, wanted: InboxFilter) -> Any:
     )
     return (
         sa_select(
-            Conversation.public_id,
-            Conversation.status,
-            Conversation.updated_at,
-            Customer.name,
-            Customer.external_id,
-            Agent.name.label("assignee"),  # type: ignore[attr-defined]
+            col(Conversation.public_id),
+            col(Conversation.status),
+            col(Conversation.updated_at),
+            col(Customer.name),
+            col(Customer.external_id),
+            col(Agent.name).label("assignee"),
             _latest(col(Message.role).in_([MessageRole.USER, MessageRole.ASSISTANT]), col(Message.content) != "").label(
                 "last_id"
             ),
@@ -162,7 +162,7 @@ def status_counts(session: Session, staff_id: int, *, mine: bool = False) -> dic
     conditions = [_has_messages()]
     if mine:
         conditions.append(col(Conversation.assigned_agent_id) == staff_id)
-    statement = sa_select(Conversation.status, func.count()).where(*conditions).group_by(col(Conversation.status))
+    statement = sa_select(col(Conversation.status), func.count()).where(*conditions).group_by(col(Conversation.status))
     counts = {status: 0 for status in STATUS_ORDER}
     for status, count in session.execute(statement).all():
         counts[ConversationStatus(status)] = int(count)
@@ -183,9 +183,13 @@ def inbox_page(session: Session, staff_id: int, wanted: InboxFilter) -> InboxPag
     messages = {
         message.id: message
         for message in session.execute(
-            sa_select(Message.id, Message.content, Message.author, Message.private, Message.created_at).where(
-                col(Message.id).in_(wanted_ids)
-            )
+            sa_select(
+                col(Message.id),
+                col(Message.content),
+                col(Message.author),
+                col(Message.private),
+                col(Message.created_at),
+            ).where(col(Message.id).in_(wanted_ids))
         ).all()
     }
     counts = status_counts(session, staff_id, mine=wanted.mine)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from datetime import datetime, timedelta
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 import nh3
@@ -20,8 +19,9 @@ from markdown_it import MarkdownIt
 from markupsafe import Markup
 
 from app.models import utc_now
+from compression.summarizer import packaged_templates
 
-TEMPLATES_DIR = Path(__file__).resolve().parent.parent.parent / "templates" / "console"
+TEMPLATES_DIR = packaged_templates("console")
 MARKDOWN_TAGS = frozenset(
     {"p", "br", "strong", "em", "code", "pre", "ul", "ol", "li", "a", "blockquote", "hr", "h3", "h4", "h5", "h6"}
 )
@@ -52,10 +52,11 @@ def render_markdown(text: str | None) -> Markup:
 def pretty_json(value: Any) -> str:
     """JSON (or a JSON string) indented for reading; anything else as it is. Escaped by the template."""
     if isinstance(value, str):
+        text = value
         try:
-            value = json.loads(value)
+            value = json.loads(text)
         except ValueError:
-            return value[:MAX_JSON_CHARS]
+            return text[:MAX_JSON_CHARS]
     return json.dumps(value, indent=2, ensure_ascii=False, default=str)[:MAX_JSON_CHARS]
 
 
@@ -98,6 +99,7 @@ def console_templates() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    environment.globals["active"] = ""  # the navigation tab a page marks as current
     environment.filters.update(
         markdown=render_markdown, pretty_json=pretty_json, since=since, timestamp=timestamp, duration=seconds
     )

@@ -140,7 +140,7 @@ def result_gist(content: str | None) -> tuple[str, bool]:
     return "done", False
 
 
-def _tool_lines(message: Message, results: Mapping[str, Message]) -> list[ToolLine]:
+def tool_lines(message: Message, results: Mapping[str, Message]) -> list[ToolLine]:
     lines = []
     for call in message.tool_calls or []:
         function = call.get("function") or {}
@@ -220,12 +220,12 @@ def load_transcript(session: Session, conversation_id: int, *, after_id: int = 0
     for message, agent_name in rows:
         assert message.id is not None
         if not (message.role == MessageRole.TOOL and message.tool_call_id in folded):
-            entries.append(TranscriptEntry(message=_view(message, agent_name, results)))
+            entries.append(TranscriptEntry(message=message_view(message, agent_name, results)))
         entries += [TranscriptEntry(compaction=card) for card in cards_after.get(message.id, [])]
     return entries
 
 
-def _view(message: Message, agent_name: str | None, results: Mapping[str, Message]) -> TranscriptMessage:
+def message_view(message: Message, agent_name: str | None, results: Mapping[str, Message]) -> TranscriptMessage:
     assert message.id is not None
     return TranscriptMessage(
         id=message.id,
@@ -235,7 +235,7 @@ def _view(message: Message, agent_name: str | None, results: Mapping[str, Messag
         private=message.private,
         created_at=message.created_at,
         agent_name=agent_name,
-        tool_lines=_tool_lines(message, results),
+        tool_lines=tool_lines(message, results),
     )
 
 
