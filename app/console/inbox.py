@@ -6,7 +6,8 @@ rows of the page), the texts and times of those messages, and the count per stat
 (``benchmarks/console.py`` counts them).
 
 A customer is waiting when their latest message has no reply after it; a reply is a non-private assistant message
-with text and no tool calls written by the bot or a person (a notice such as "Sam joined" is not an answer).
+with text and no tool calls written by the bot or a person (a notice such as "Sam joined" is not an answer). In a
+conversation that needs a person, the customer waits since their latest message whatever the bot said after it.
 Unread counts the customer's messages after the last one the staff member has seen (``conversation_reads``).
 """
 
@@ -200,10 +201,12 @@ def inbox_page(session: Session, staff_id: int, wanted: InboxFilter) -> InboxPag
 def _row(row: Any, messages: dict[int, Any]) -> InboxRow:
     last = messages.get(row.last_id)
     customer_message = messages.get(row.customer_id)
-    waiting = customer_message is not None and (row.reply_id is None or row.customer_id > row.reply_id)
+    status = ConversationStatus(row.status)
+    unanswered = row.reply_id is None or row.customer_id > row.reply_id
+    waiting = customer_message is not None and (unanswered or status == ConversationStatus.NEEDS_HUMAN)
     return InboxRow(
         public_id=row.public_id,
-        status=ConversationStatus(row.status),
+        status=status,
         customer_name=row.name,
         customer_verified=row.external_id is not None,
         assignee=row.assignee,

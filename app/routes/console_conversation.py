@@ -69,10 +69,10 @@ async def conversation_page(request: Request, ref: ConversationRef, services: Se
 
 def _key(services: Services, ref: str) -> int:
     with Session(services.db) as session:
-        conversation = _conversation(session, ref)
+        key = _conversation(session, ref).id
         session.commit()
-    assert conversation.id is not None
-    return conversation.id
+    assert key is not None
+    return key
 
 
 def _state_fragment(request: Request, services: Services, staff: Staff, ref: str) -> HTMLResponse:
