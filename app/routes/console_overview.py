@@ -1,4 +1,5 @@
-"""The dashboard (``/console/overview``) and the supervisors' retry of failed outbox rows."""
+"""The dashboard (``/console/overview``), with the latest nightly sync run, and the supervisors' retry of failed
+outbox rows."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from app.console.overview import load_overview, retry_failed
 from app.console.permissions import Permission
 from app.deps import OutboxRetrierDep, ServicesDep, WorkerDep
 from app.routes.console_common import after_action, page
+from app.sync.runner import latest_sync_run
 from app.tools.audit import record_audit_event
 
 router = APIRouter(prefix="/console", include_in_schema=False)
@@ -27,8 +29,17 @@ async def overview(request: Request, services: ServicesDep, staff: WorkerDep) ->
             return load_overview(session, services.gateway, with_usage=with_usage)
 
     figures = await anyio.to_thread.run_sync(load)
+    sync_run = await anyio.to_thread.run_sync(latest_sync_run, services.db)
     live = services.gateway.ledger.by_purpose() if with_usage else []
-    return page(request, "overview.html", staff=staff, overview=figures, live_usage=live, with_usage=with_usage)
+    return page(
+        request,
+        "overview.html",
+        staff=staff,
+        overview=figures,
+        live_usage=live,
+        with_usage=with_usage,
+        sync_run=sync_run,
+    )
 
 
 @router.post("/outbox/retry")
