@@ -1,8 +1,9 @@
 """Live conversation events: an in-process broker with resumable ids.
 
-Event types: ``message.created``, ``message.delta`` (streamed reply tokens), ``typing`` (on/off) and
-``conversation.status``. Each conversation numbers its events; an event id is ``<boot>:<sequence>`` so that a client
-reconnecting with ``Last-Event-ID`` gets exactly the events it missed from a bounded history. When the id comes
+Event types: ``message.created``, ``message.delta`` (streamed reply tokens), ``typing`` (on/off),
+``conversation.status``, ``conversation.assigned`` and ``context.compacted``. Each conversation numbers its events;
+an event id is ``<boot>:<sequence>`` so that a client reconnecting with ``Last-Event-ID`` gets exactly the events it
+missed from a bounded history. When the id comes
 from an earlier server process, or is older than the history kept, the client gets one ``resync`` event and should
 reload the message list instead.
 
@@ -10,6 +11,10 @@ Publishing happens on the event loop thread; each subscriber has a bounded queue
 far behind is disconnected (it resumes from its last id). Channels without subscribers are evicted, oldest first,
 past ``MAX_IDLE_CHANNELS``. ``forget`` drops a conversation's channel at once: its history and its open streams
 (erasure must not leave a replayable copy of the erased messages).
+
+The staff console's inbox follows every conversation at once through one more channel (``subscribe_console``):
+each event of a type in ``CONSOLE_EVENT_TYPES`` is also numbered there, carrying only its type (no text), so the
+inbox knows to refresh; it resumes and resyncs like a conversation channel.
 """
 
 from __future__ import annotations
@@ -26,6 +31,10 @@ from typing import Any
 HISTORY_PER_CONVERSATION = 512
 SUBSCRIBER_QUEUE_SIZE = 2_048
 MAX_IDLE_CHANNELS = 10_000
+# What the console's inbox listens to: a conversation appeared or changed (never the streamed tokens).
+CONSOLE_EVENT_TYPES = frozenset(
+    {"message.created", "conversation.status", "conversation.assigned", "context.compacted"}
+)
 _EVENT_ID = re.compile(r"([0-9a-f]{1,16}):([0-9]{1,18})")
 
 
@@ -59,6 +68,7 @@ class EventBroker:
         self.boot = secrets.token_hex(4)
         self.max_idle_channels = max_idle_channels
         self._channels: OrderedDict[int, _Channel] = OrderedDict()
+        self._console = _Channel()
 
     def _channel(self, conversation_id: int) -> _Channel:
         channel = self._channels.get(conversation_id)
@@ -78,8 +88,9 @@ class EventBroker:
             del self._channels[key]
 
     def forget(self, conversation_ids: Iterable[int]) -> None:
-        """Drop these conversations' event history and end their open streams."""
-        for conversation_id in conversation_ids:
+        """Drop these conversations' event history (the console channel's included) and end their open streams."""
+        erased = set(conversation_ids)
+        for conversation_id in erased:
             channel = self._channels.pop(conversation_id, None)
             if channel is None:
                 continue
@@ -87,18 +98,19 @@ class EventBroker:
             for queue in list(channel.subscribers):
                 _close_queue(queue)
             channel.subscribers.clear()
+        if erased:
+            kept = [event for event in self._console.history if event.conversation_id not in erased]
+            self._console.history.clear()
+            self._console.history.extend(kept)
 
     def publish(self, conversation_id: int, type: str, data: dict[str, Any]) -> Event:
         channel = self._channel(conversation_id)
         channel.sequence += 1
         event = Event(conversation_id, channel.sequence, type, data, self.boot)
-        channel.history.append(event)
-        for queue in list(channel.subscribers):
-            try:
-                queue.put_nowait(event)
-            except asyncio.QueueFull:  # too far behind: end its stream; it resumes from its last id
-                channel.subscribers.discard(queue)
-                _close_queue(queue)
+        _deliver(channel, event)
+        if type in CONSOLE_EVENT_TYPES:
+            self._console.sequence += 1
+            _deliver(self._console, Event(conversation_id, self._console.sequence, type, {"type": type}, self.boot))
         return event
 
     def _missed(self, channel: _Channel, conversation_id: int, last_event_id: str | None) -> list[Event]:
@@ -121,9 +133,30 @@ class EventBroker:
         channel.subscribers.add(queue)
         return Subscription(channel, queue, self._missed(channel, conversation_id, last_event_id))
 
+    def position(self, conversation_id: int) -> str:
+        """The id of this conversation's newest event so far: a page rendered now resumes its stream after it."""
+        channel = self._channels.get(conversation_id)
+        return f"{self.boot}:{channel.sequence if channel else 0}"
+
+    def subscribe_console(self, last_event_id: str | None = None) -> Subscription:
+        """A subscription to the console channel: one event per change in any conversation."""
+        queue: asyncio.Queue[Event | None] = asyncio.Queue(maxsize=SUBSCRIBER_QUEUE_SIZE)
+        self._console.subscribers.add(queue)
+        return Subscription(self._console, queue, self._missed(self._console, 0, last_event_id))
+
     def subscriber_count(self, conversation_id: int) -> int:
         channel = self._channels.get(conversation_id)
         return len(channel.subscribers) if channel else 0
+
+
+def _deliver(channel: _Channel, event: Event) -> None:
+    channel.history.append(event)
+    for queue in list(channel.subscribers):
+        try:
+            queue.put_nowait(event)
+        except asyncio.QueueFull:  # too far behind: end its stream; it resumes from its last id
+            channel.subscribers.discard(queue)
+            _close_queue(queue)
 
 
 def _close_queue(queue: asyncio.Queue[Event | None]) -> None:

@@ -21,7 +21,19 @@ from app.http_input import validation_error_response
 from app.http_limits import RequestLimits
 from app.llm import LLMGateway
 from app.logs import RequestIds
-from app.routes import admin_api, ops, widget_api, widget_pages
+from app.routes import (
+    admin_api,
+    console_admin,
+    console_auth,
+    console_common,
+    console_conversation,
+    console_customer,
+    console_inbox,
+    console_overview,
+    ops,
+    widget_api,
+    widget_pages,
+)
 from app.services import ServiceOverrides, build_services
 from app.settings import Settings, get_settings
 from app.turn_context import EngineFactory
@@ -63,10 +75,14 @@ def create_app(
         allow_credentials=False,
     )
     app.add_middleware(RequestIds)
+    console_common.install(app)  # the console's error pages and security headers
     app.add_middleware(RequestLimits, routes=app.router.routes)  # outermost: size limits come before anything
     app.include_router(widget_api.router)
     app.include_router(widget_pages.router)
     app.include_router(admin_api.router)
+    for console_router in (console_auth, console_inbox, console_conversation, console_customer, console_overview):
+        app.include_router(console_router.router)
+    app.include_router(console_admin.router)
     ops.install(app)
 
     return app

@@ -17,6 +17,14 @@ PLACEHOLDER_SECRET = "change-me"
 EMBEDDED_CHAT_MODEL = "smollm2-135m-instruct"
 # How often a running server looks for conversations whose latest customer message has no reply (app.turn_recovery).
 TURN_RECOVERY_INTERVAL_S = 60.0
+# Console sign-in: a session unused this long ends; none lasts longer than the maximum age.
+CONSOLE_SESSION_IDLE_S = 30 * 60.0
+CONSOLE_SESSION_MAX_AGE_S = 12 * 3600.0
+# Failed sign-ins allowed per email and per client address within the window, then a lock of LOCKOUT_S.
+CONSOLE_LOGIN_FAILURES_PER_EMAIL = 5
+CONSOLE_LOGIN_FAILURES_PER_ADDRESS = 20
+CONSOLE_LOGIN_WINDOW_S = 15 * 60.0
+CONSOLE_LOGIN_LOCKOUT_S = 15 * 60.0
 
 
 class ModelPrice(BaseModel):
@@ -91,6 +99,16 @@ class Settings(BaseSettings):
     # Bearer token /metrics requires when set; unset, /metrics is open (bind it to a private network).
     metrics_token: SecretStr | None = None
 
+    # The staff console (/console).
+    console_session_idle_s: float = Field(default=CONSOLE_SESSION_IDLE_S, gt=0)
+    console_session_max_age_s: float = Field(default=CONSOLE_SESSION_MAX_AGE_S, gt=0)
+    # None: Secure cookies everywhere but in development (plain http://127.0.0.1).
+    console_cookie_secure: bool | None = None
+    console_login_failures_per_email: int = Field(default=CONSOLE_LOGIN_FAILURES_PER_EMAIL, ge=1)
+    console_login_failures_per_address: int = Field(default=CONSOLE_LOGIN_FAILURES_PER_ADDRESS, ge=1)
+    console_login_window_s: float = Field(default=CONSOLE_LOGIN_WINDOW_S, gt=0)
+    console_login_lockout_s: float = Field(default=CONSOLE_LOGIN_LOCKOUT_S, gt=0)
+
     @model_validator(mode="after")
     def _refuse_placeholder_secret(self) -> Settings:
         if self.environment != "development" and self.secret_key.get_secret_value() == PLACEHOLDER_SECRET:
@@ -105,6 +123,12 @@ class Settings(BaseSettings):
         if self.database_url:
             return self.database_url
         return f"sqlite:///{(self.data_dir / 'memdesk.db').resolve()}"
+
+    @property
+    def console_secure_cookie(self) -> bool:
+        if self.console_cookie_secure is not None:
+            return self.console_cookie_secure
+        return self.environment != "development"
 
     @property
     def uses_embedded_llm(self) -> bool:

@@ -6,8 +6,9 @@ id are not scoped), and every result is checked again before it leaves this modu
 
 Storing is memdesk's decision, not Mem0's (``add(infer=False)``): a conclusion is stored once per content hash; a
 newer conclusion of the same kind about the same identifier supersedes the older one (marked ``superseded``, kept
-for the record, no longer recalled); a memory a human edited is locked and never superseded automatically (the
-newer automatic conclusion is the one marked superseded); an edit keeps its history in Mem0's history table.
+for the record, no longer recalled); a memory a human edited, confirmed (``lock``) or added (``add_locked``) is
+locked and never superseded automatically (the newer automatic conclusion is the one marked superseded); an edit
+keeps its history in Mem0's history table and replaces the due date and expiry with the ones its caller gives.
 
 The embedded store (``memory.sqlite_store``, one SQLite file keyed by customer) may be opened by several processes
 at once (the server, the CLI, a second worker): SQLite serializes their writes, and read-then-write sequences
@@ -101,6 +102,11 @@ def _as_date(value: Any) -> date | None:
         except ValueError:
             return None
     return None
+
+
+def _human_mark(editor: str) -> dict[str, Any]:
+    """The metadata that locks a memory a human wrote or confirmed."""
+    return {"locked": True, "edited_by": editor, "edited_at": datetime.now(UTC).isoformat()}
 
 
 def _item(raw: dict[str, Any], customer_id: str, history: Sequence[dict[str, Any]] = ()) -> MemoryItem:
@@ -290,13 +296,7 @@ class CustomerMemory:
     def _remember_one(self, conclusion: Conclusion) -> str:
         customer_id = conclusion.customer_id
         # One read of the customer's memories serves both the idempotency check and the supersession rule.
-        known = [
-            raw
-            for raw in self._mem0.get_all(filters={"user_id": customer_id}, top_k=LIST_LIMIT, show_expired=True).get(
-                "results", []
-            )
-            if raw.get("user_id") == customer_id
-        ]
+        known = self._known(customer_id)
         for raw in known:
             if (raw.get("metadata") or {}).get("content_hash") == conclusion.content_hash:
                 return str(raw["id"])
@@ -315,10 +315,17 @@ class CustomerMemory:
         self._supersede(conclusion, memory_id, known)
         return memory_id
 
-    def _supersede(self, conclusion: Conclusion, new_id: str, known: Sequence[dict[str, Any]]) -> None:
+    def _known(self, customer_id: str) -> builtins.list[dict[str, Any]]:
+        found = self._mem0.get_all(filters={"user_id": customer_id}, top_k=LIST_LIMIT, show_expired=True)
+        return [raw for raw in found.get("results", []) if raw.get("user_id") == customer_id]
+
+    def _supersede(
+        self, conclusion: Conclusion, new_id: str, known: Sequence[dict[str, Any]], *, new_is_locked: bool = False
+    ) -> None:
         """Mark older active memories that are the same decision (``memory.conclusions.same_decision``: same kind
         and identifiers, or the same meaning by embedding similarity) as superseded by ``new_id``; when one of them
-        is locked (a human edited it), the human's version wins and ``new_id`` is superseded."""
+        is locked (a human edited it), the human's version wins and ``new_id`` is superseded. A new memory that a
+        human wrote (``new_is_locked``) supersedes the automatic ones and leaves other locked ones alone."""
         vectors: dict[str, list[float]] = {}
 
         def similarity(first: str, second: str) -> float:
@@ -339,7 +346,9 @@ class CustomerMemory:
                 related.append(raw)
         locked = [raw for raw in related if (raw.get("metadata") or {}).get("locked")]
         now = datetime.now(UTC).isoformat()
-        if locked:
+        if new_is_locked:
+            related = [raw for raw in related if raw not in locked]
+        elif locked:
             reason = "a human edited the memory it contradicts"
             self._mem0.update(
                 new_id,
@@ -357,14 +366,69 @@ class CustomerMemory:
                 metadata={"status": MemoryStatus.SUPERSEDED.value, "superseded_by": new_id, "superseded_at": now},
             )
 
-    def edit(self, customer_id: str, memory_id: str, text: str, *, editor: str) -> MemoryItem:
-        """A human's correction: new text, locked against automatic changes; the old text stays in the history."""
+    def edit(
+        self,
+        customer_id: str,
+        memory_id: str,
+        text: str,
+        *,
+        editor: str,
+        due_date: date | None = None,
+        expiration_date: date | None = None,
+    ) -> MemoryItem:
+        """A human's correction: new text, locked against automatic changes; the old text stays in the history.
+
+        The due date and expiry are replaced by the ones given (the caller derives them from the new text, or takes
+        them from a form): an edit that names no date leaves the memory without one, instead of keeping a date the
+        old text named.
+        """
         if not text.strip():
             raise ValueError("A memory cannot be edited to empty text; delete it instead.")
         with self._serialized():
             self._owned(customer_id, memory_id)
-            edited = {"locked": True, "edited_by": editor, "edited_at": datetime.now(UTC).isoformat()}
-            self._mem0.update(memory_id, text=text.strip(), metadata=edited)
+            edited = {
+                **_human_mark(editor),
+                "due_date": due_date.isoformat() if due_date else None,
+                "expires_on": expiration_date.isoformat() if expiration_date else None,
+            }
+            self._mem0.update(
+                memory_id,
+                text=text.strip(),
+                metadata=edited,
+                expiration_date=expiration_date.isoformat() if expiration_date else None,
+            )
+            return _item(self._owned(customer_id, memory_id), customer_id)
+
+    def lock(self, customer_id: str, memory_id: str, *, editor: str) -> MemoryItem:
+        """Lock a memory as it is: a human confirmed it, so no automatic write may supersede it."""
+        with self._serialized():
+            self._owned(customer_id, memory_id)
+            self._mem0.update(memory_id, metadata=_human_mark(editor))
+            return _item(self._owned(customer_id, memory_id), customer_id)
+
+    def add_locked(self, conclusion: Conclusion, *, editor: str, expiration_date: date | None = None) -> MemoryItem:
+        """A memory a human wrote: stored locked, superseding the automatic memories of the same decision (a locked
+        one stays as it is), and never superseded automatically itself."""
+        customer_id = check_customer_id(conclusion.customer_id)
+        metadata = {
+            **conclusion.metadata(),
+            **_human_mark(editor),
+            "expires_on": expiration_date.isoformat() if expiration_date else None,
+        }
+        with self._serialized():
+            known = self._known(customer_id)
+            added = self._mem0.add(
+                conclusion.text,
+                user_id=customer_id,
+                metadata=metadata,
+                infer=False,
+                expiration_date=expiration_date.isoformat() if expiration_date else None,
+            )
+            results = added.get("results", [])
+            if not results:
+                raise CustomerMemoryError("Mem0 stored nothing for the memory a person added.")
+            memory_id = str(results[0]["id"])
+            self._supersede(conclusion, memory_id, known, new_is_locked=True)
             return _item(self._owned(customer_id, memory_id), customer_id)
 
     def delete(self, customer_id: str, memory_id: str) -> None:

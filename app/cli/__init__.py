@@ -1,4 +1,5 @@
-"""The ``memdesk`` command line (typer): ``migrate``, ``seed-demo``, ``serve`` and ``customer export|erase``.
+"""The ``memdesk`` command line (typer): ``migrate``, ``seed-demo``, ``serve``, ``customer export|erase`` and
+``staff add|list|disable|enable|set-password``.
 
 Each command lives in the module of its group (``database``, ``serve``, ``customer``) as a typed function; this
 module puts them together and runs them. Settings come from ``MEMDESK_*`` environment variables (or ``.env``), and
@@ -21,6 +22,7 @@ from app.cli.common import EXIT_FAILURE, EXIT_OK, CommandError, Invocation
 from app.cli.customer import customer_commands
 from app.cli.database import migrate_command, seed_demo_command
 from app.cli.serve import serve_command
+from app.cli.staff import staff_commands
 
 DISTRIBUTION = "memdesk"
 
@@ -34,6 +36,7 @@ cli.command("migrate")(migrate_command)
 cli.command("seed-demo")(seed_demo_command)
 cli.command("serve")(serve_command)
 cli.add_typer(customer_commands, name="customer")
+cli.add_typer(staff_commands, name="staff")
 
 
 def distribution_version() -> str:

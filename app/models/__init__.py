@@ -6,14 +6,22 @@ Importing this package registers every table on ``SQLModel.metadata`` (what alem
 - ``support``: customers, conversations, messages
 - ``context``: context segments and compactions (the compression lineage)
 - ``conclusions``: the conclusion outbox towards long-term memory
-- ``console``: console agents and audit events
+- ``console``: console staff, their sessions, sign-in throttles, read marks, handoff summaries, audit events
 - ``sync``: the conclusion sync's runs (each conversation's watermark is on the conversation)
 - ``shop``: the demo shop and help-center articles
 """
 
 from app.models.base import DEFAULT_CURRENCY, NAMING_CONVENTION, utc_now
 from app.models.conclusions import Conclusion, ConclusionKind, ConclusionSource, OutboxStatus
-from app.models.console import Agent, AgentRole, AuditEvent
+from app.models.console import (
+    Agent,
+    AgentRole,
+    AuditEvent,
+    ConversationRead,
+    HandoffSummary,
+    LoginThrottle,
+    StaffSession,
+)
 from app.models.context import Compaction, ContextSegment, SegmentReason, segment_title
 from app.models.shop import (
     HelpArticle,
@@ -52,9 +60,12 @@ __all__ = [
     "ContextSegment",
     "Conversation",
     "ConversationPublic",
+    "ConversationRead",
     "ConversationStatus",
     "Customer",
+    "HandoffSummary",
     "HelpArticle",
+    "LoginThrottle",
     "Message",
     "MessageAuthor",
     "MessagePublic",
@@ -70,6 +81,7 @@ __all__ = [
     "Shipment",
     "ShipmentStatus",
     "ShippingAddress",
+    "StaffSession",
     "SyncRun",
     "SyncRunStatus",
     "segment_title",

@@ -1,8 +1,17 @@
-"""Console agents (the humans who supervise the bot) and the audit trail of everything with consequences.
+"""Console staff (the humans who supervise the bot), their sign-in state, and the audit trail.
 
 An audit event is written for every write action, whoever performed it: a tool acting for a customer (actor
-``"bot"``), a human agent (actor ``"agent:<id>"``), an administrator or a background job. ``detail`` holds the
+``"bot"``), a staff member (actor ``"agent:<id>"``), an administrator or a background job. ``detail`` holds the
 arguments and outcome as JSON so the trail can be read without joining other tables.
+
+Staff sign-in state lives here too:
+
+- ``StaffSession``: one row per signed-in browser. The cookie carries a signed random token; only its SHA-256 is
+  stored, so a copy of the database cannot be replayed as a cookie. Signing out deletes the row, and a row unused
+  for the idle timeout no longer counts. Its ``csrf_token`` is the synchronizer token every form sends back.
+- ``LoginThrottle``: failed sign-ins per key (an email or a client address) within a window, and a lock time.
+- ``ConversationRead``: how far each staff member has read each conversation (the inbox's unread counts).
+- ``HandoffSummary``: a summary written on demand for the staff member who picks a conversation up.
 """
 
 from __future__ import annotations
@@ -11,6 +20,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
 
 from app.models.base import enum_type, json_type, utc_now
@@ -19,11 +29,16 @@ AGENT_NAME_LENGTH = 200
 AGENT_EMAIL_LENGTH = 320
 PASSWORD_HASH_LENGTH = 255
 AUDIT_FIELD_LENGTH = 64
+TOKEN_DIGEST_LENGTH = 64  # a SHA-256 hex digest
+CSRF_TOKEN_LENGTH = 64
+THROTTLE_KEY_LENGTH = 400
+MODEL_NAME_LENGTH = 200
 
 
 class AgentRole(StrEnum):
     AGENT = "agent"
     SUPERVISOR = "supervisor"
+    ADMIN = "admin"
 
 
 class AgentBase(SQLModel):
@@ -51,3 +66,49 @@ class AuditEvent(SQLModel, table=True):
     target_id: str = Field(max_length=AUDIT_FIELD_LENGTH)
     detail: dict[str, Any] = Field(default_factory=dict, sa_type=json_type())
     created_at: datetime = Field(default_factory=utc_now, index=True)
+
+
+class StaffSession(SQLModel, table=True):
+    __tablename__ = "staff_sessions"
+
+    id: int | None = Field(default=None, primary_key=True)
+    token_digest: str = Field(max_length=TOKEN_DIGEST_LENGTH, unique=True)
+    agent_id: int = Field(foreign_key="agents.id", index=True, ondelete="CASCADE")
+    csrf_token: str = Field(max_length=CSRF_TOKEN_LENGTH)
+    created_at: datetime = Field(default_factory=utc_now)
+    last_seen_at: datetime = Field(default_factory=utc_now)
+
+
+class LoginThrottle(SQLModel, table=True):
+    __tablename__ = "login_throttles"
+
+    key: str = Field(primary_key=True, max_length=THROTTLE_KEY_LENGTH)
+    failures: int = 0
+    window_started_at: datetime = Field(default_factory=utc_now)
+    locked_until: datetime | None = None
+
+
+class ConversationRead(SQLModel, table=True):
+    __tablename__ = "conversation_reads"
+
+    agent_id: int = Field(foreign_key="agents.id", primary_key=True, ondelete="CASCADE")
+    conversation_id: int = Field(foreign_key="conversations.id", primary_key=True, ondelete="CASCADE")
+    last_read_message_id: int = 0
+    read_at: datetime = Field(default_factory=utc_now)
+
+
+class HandoffSummary(SQLModel, table=True):
+    __tablename__ = "handoff_summaries"
+
+    id: int | None = Field(default=None, primary_key=True)
+    conversation_id: int = Field(foreign_key="conversations.id", index=True, ondelete="CASCADE")
+    # The newest message the summary has read (a plain id: the transcript is never edited).
+    through_message_id: int
+    summary: str = Field(sa_type=sa.Text)
+    model: str | None = Field(default=None, max_length=MODEL_NAME_LENGTH)
+    fallback_used: bool = False
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cost_usd: float | None = None
+    requested_by: int | None = Field(default=None, foreign_key="agents.id", ondelete="SET NULL")
+    created_at: datetime = Field(default_factory=utc_now)

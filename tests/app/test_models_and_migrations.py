@@ -47,6 +47,7 @@ SessionDep = Annotated[Session, Depends(get_session)]
 ALL_TABLES = {
     "agents", "audit_events", "customers", "conversations", "messages", "context_segments", "compactions",
     "conclusions", "products", "orders", "order_items", "shipments", "refunds", "help_articles", "sync_runs",
+    "staff_sessions", "login_throttles", "conversation_reads", "handoff_summaries",
 }  # fmt: skip
 
 

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0005_conclusion_sync"
-down_revision: str | None = "0003_public_ids"
+down_revision: str | None = "0004_console"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,0 +1,271 @@
+"""What staff do to a conversation: take over, reply, private note, hand back, close, reopen, assign.
+
+Each action is one short transaction (the change and its audit event, actor ``agent:<id>``), then live events on
+the conversation's channel, which the widget, every console watching it and the inbox receive. Call them on the
+event loop (the broker and the agent's scheduling live there).
+
+Status changes are conditional updates (``UPDATE … WHERE status IN …``), so two people acting at once cannot both
+win: a second takeover finds the conversation already taken and gets ``ActionConflict`` naming who has it.
+
+Taking over writes a notice the customer sees ("Sam Rivera joined the conversation.") and silences the bot.
+Replying to a conversation the bot still has takes it over first. A private note is stored with ``private`` set and
+the ``system`` role, each of which alone keeps it from the customer (``MessagePublic.customer_visible``) and from the
+LLM (``app.conversation_context.load_context``). Handing back gives the conversation to the bot and, when the
+customer's latest message has no answer yet, schedules a turn to answer it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select as sa_select
+from sqlalchemy import update
+from sqlmodel import Session, col, func, select
+
+from app.agent import AgentService, message_event
+from app.console.inbox import is_reply
+from app.console.permissions import Staff
+from app.events import EventBroker
+from app.models import Agent, Conversation, ConversationStatus, Message, MessageAuthor, MessageRole, utc_now
+from app.tools.audit import record_audit_event
+
+JOINED_NOTICE = "{name} joined the conversation."
+MAX_REPLY_CHARS = 8_000
+TAKEABLE = (ConversationStatus.BOT, ConversationStatus.NEEDS_HUMAN)
+HANDABLE_BACK = (ConversationStatus.HUMAN, ConversationStatus.NEEDS_HUMAN)
+
+
+class ActionError(Exception):
+    """An action that cannot be done; ``status_code`` is the HTTP answer, the message says why."""
+
+    status_code = 400
+
+
+class ConversationNotFound(ActionError):
+    status_code = 404
+
+
+class ActionConflict(ActionError):
+    status_code = 409
+
+
+def find_conversation(session: Session, public_id: str) -> Conversation:
+    conversation = session.exec(select(Conversation).where(Conversation.public_id == public_id)).first()
+    if conversation is None:
+        session.rollback()
+        raise ConversationNotFound("No such conversation; it may have been erased.")
+    return conversation
+
+
+def _audit(session: Session, staff: Staff, action: str, conversation_id: int, **detail: Any) -> None:
+    record_audit_event(
+        session,
+        actor=staff.actor,
+        action=f"console.{action}",
+        target_type="conversation",
+        target_id=conversation_id,
+        detail=detail,
+    )
+
+
+def _set_status(session: Session, conversation_id: int, allowed: tuple[ConversationStatus, ...], **values: Any) -> bool:
+    statement = (
+        update(Conversation)
+        .where(col(Conversation.id) == conversation_id, col(Conversation.status).in_(allowed))
+        .values(updated_at=utc_now(), **values)
+    )
+    return bool(session.execute(statement).rowcount)  # type: ignore[attr-defined]
+
+
+def _holder(session: Session, conversation_id: int) -> tuple[ConversationStatus, str | None]:
+    row = session.execute(
+        sa_select(col(Conversation.status), col(Agent.name))
+        .outerjoin(Agent, col(Agent.id) == col(Conversation.assigned_agent_id))
+        .where(col(Conversation.id) == conversation_id)
+    ).one()
+    return ConversationStatus(row[0]), row[1]
+
+
+def _conflict(session: Session, conversation_id: int) -> ActionConflict:
+    status, holder = _holder(session, conversation_id)
+    session.rollback()
+    if status == ConversationStatus.CLOSED:
+        return ActionConflict("This conversation is closed; reopen it first.")
+    if status == ConversationStatus.HUMAN:
+        return ActionConflict(f"{holder or 'Someone else'} has already taken over this conversation.")
+    return ActionConflict(f"This conversation is now {status.value.replace('_', ' ')}; reload to see why.")
+
+
+def _store(session: Session, message: Message) -> Message:
+    session.add(message)
+    session.flush()
+    return message
+
+
+def take_over(session: Session, broker: EventBroker, staff: Staff, conversation: Conversation) -> None:
+    assert conversation.id is not None
+    values = {"status": ConversationStatus.HUMAN, "assigned_agent_id": staff.id}
+    if not _set_status(session, conversation.id, TAKEABLE, **values):
+        raise _conflict(session, conversation.id)
+    notice = _store(
+        session,
+        Message(
+            conversation_id=conversation.id,
+            role=MessageRole.ASSISTANT,
+            author=MessageAuthor.SYSTEM,
+            agent_id=staff.id,
+            content=JOINED_NOTICE.format(name=staff.name),
+        ),
+    )
+    _audit(session, staff, "take_over", conversation.id, previous_status=conversation.status.value)
+    session.commit()
+    conversation.status, conversation.assigned_agent_id = ConversationStatus.HUMAN, staff.id
+    broker.publish(conversation.id, "message.created", message_event(notice, conversation))
+    broker.publish(conversation.id, "conversation.status", {"status": "human", "agent_name": staff.name})
+
+
+def _checked_text(text: str) -> str:
+    clean = text.strip()
+    if not clean:
+        raise ActionError("The message is empty; type something.")
+    if len(clean) > MAX_REPLY_CHARS:
+        raise ActionError(f"Messages can be at most {MAX_REPLY_CHARS} characters; this one has {len(clean)}.")
+    return clean
+
+
+def reply(session: Session, broker: EventBroker, staff: Staff, conversation: Conversation, text: str) -> Message:
+    """Send the customer a message as this staff member (taking the conversation over from the bot first)."""
+    assert conversation.id is not None
+    clean = _checked_text(text)
+    if conversation.status == ConversationStatus.CLOSED:
+        raise ActionConflict("This conversation is closed; reopen it first.")
+    if conversation.status in TAKEABLE:
+        take_over(session, broker, staff, conversation)
+    message = _store(
+        session,
+        Message(
+            conversation_id=conversation.id,
+            role=MessageRole.ASSISTANT,
+            author=MessageAuthor.AGENT,
+            agent_id=staff.id,
+            content=clean,
+        ),
+    )
+    _bump(session, conversation.id)
+    _audit(session, staff, "reply", conversation.id, message_id=message.id)
+    session.commit()
+    broker.publish(conversation.id, "message.created", message_event(message, conversation, agent_name=staff.name))
+    return message
+
+
+def add_note(session: Session, broker: EventBroker, staff: Staff, conversation: Conversation, text: str) -> Message:
+    """A note for staff only (see the module docstring for why it never reaches the customer or the LLM)."""
+    assert conversation.id is not None
+    note = _store(
+        session,
+        Message(
+            conversation_id=conversation.id,
+            role=MessageRole.SYSTEM,
+            author=MessageAuthor.AGENT,
+            agent_id=staff.id,
+            private=True,
+            content=_checked_text(text),
+        ),
+    )
+    _audit(session, staff, "note", conversation.id, message_id=note.id)
+    session.commit()
+    broker.publish(conversation.id, "message.created", message_event(note, conversation, agent_name=staff.name))
+    return note
+
+
+def _bump(session: Session, conversation_id: int) -> None:
+    session.execute(update(Conversation).where(col(Conversation.id) == conversation_id).values(updated_at=utc_now()))
+
+
+def awaits_answer(session: Session, conversation_id: int) -> bool:
+    """Whether the customer's latest message has no answer from the bot or a person after it."""
+
+    def latest(*conditions: Any) -> int | None:
+        statement = sa_select(func.max(Message.id)).where(col(Message.conversation_id) == conversation_id, *conditions)
+        value = session.execute(statement).scalar()
+        return int(value) if value is not None else None
+
+    customer = latest(col(Message.author) == MessageAuthor.CUSTOMER)
+    answer = latest(is_reply())
+    return customer is not None and (answer is None or customer > answer)
+
+
+def hand_back(
+    session: Session, broker: EventBroker, agent: AgentService, staff: Staff, conversation: Conversation
+) -> bool:
+    """Give the conversation back to the bot; True when the bot was asked to answer a waiting message."""
+    assert conversation.id is not None
+    if not _set_status(session, conversation.id, HANDABLE_BACK, status=ConversationStatus.BOT):
+        raise _conflict_for_hand_back(session, conversation.id)
+    _audit(session, staff, "hand_back", conversation.id, previous_status=conversation.status.value)
+    waiting = awaits_answer(session, conversation.id)
+    session.commit()
+    conversation.status = ConversationStatus.BOT
+    broker.publish(conversation.id, "conversation.status", {"status": "bot"})
+    if waiting:
+        agent.schedule_turn(conversation.id)
+    return waiting
+
+
+def _conflict_for_hand_back(session: Session, conversation_id: int) -> ActionConflict:
+    status, _ = _holder(session, conversation_id)
+    session.rollback()
+    if status == ConversationStatus.BOT:
+        return ActionConflict("The bot already has this conversation.")
+    return ActionConflict("This conversation is closed; reopen it first.")
+
+
+def close(session: Session, broker: EventBroker, staff: Staff, conversation: Conversation) -> None:
+    assert conversation.id is not None
+    open_statuses = tuple(status for status in ConversationStatus if status != ConversationStatus.CLOSED)
+    if not _set_status(session, conversation.id, open_statuses, status=ConversationStatus.CLOSED):
+        session.rollback()
+        raise ActionConflict("This conversation is already closed.")
+    _audit(session, staff, "close", conversation.id, previous_status=conversation.status.value)
+    session.commit()
+    conversation.status = ConversationStatus.CLOSED
+    broker.publish(conversation.id, "conversation.status", {"status": "closed"})
+
+
+def reopen(session: Session, broker: EventBroker, staff: Staff, conversation: Conversation) -> None:
+    """Reopen a closed conversation with the person who reopened it in charge (the bot stays silent until a hand
+    back), assigned to them unless someone else is."""
+    assert conversation.id is not None
+    assignee = conversation.assigned_agent_id or staff.id
+    values = {"status": ConversationStatus.HUMAN, "assigned_agent_id": assignee}
+    if not _set_status(session, conversation.id, (ConversationStatus.CLOSED,), **values):
+        session.rollback()
+        raise ActionConflict("This conversation is not closed.")
+    _audit(session, staff, "reopen", conversation.id)
+    session.commit()
+    conversation.status, conversation.assigned_agent_id = ConversationStatus.HUMAN, assignee
+    broker.publish(conversation.id, "conversation.status", {"status": "human"})
+
+
+def assign(
+    session: Session, broker: EventBroker, staff: Staff, conversation: Conversation, agent_id: int | None
+) -> str | None:
+    """Assign the conversation to an active staff member (None: to nobody); returns their name."""
+    assert conversation.id is not None
+    name = None
+    if agent_id is not None:
+        assignee = session.get(Agent, agent_id)
+        if assignee is None or not assignee.active:
+            session.rollback()
+            raise ActionError("Choose an active staff member.")
+        name = assignee.name
+    session.execute(
+        update(Conversation)
+        .where(col(Conversation.id) == conversation.id)
+        .values(assigned_agent_id=agent_id, updated_at=utc_now())
+    )
+    _audit(session, staff, "assign", conversation.id, assigned_agent_id=agent_id)
+    session.commit()
+    conversation.assigned_agent_id = agent_id
+    broker.publish(conversation.id, "conversation.assigned", {"agent_name": name})
+    return name

@@ -1,0 +1,160 @@
+"""The customer panel beside a conversation: profile, orders and long-term memories.
+
+Orders come through the tool layer (the ``list_orders`` tool the bot uses, so a shop wired through HTTP tools shows
+its own orders), on a worker thread. Memories come from ``CustomerMemory`` only, on the memory service's bounded
+pool with a timeout: a slow or stuck memory store costs the panel its memory list, never the page.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from typing import Any
+
+import anyio
+from sqlmodel import Session, col, func, select
+
+from app.memory_outbox import memory_customer_id
+from app.models import Conversation, Customer
+from app.services import Services
+from app.tools import ToolContext
+from app.tools.registry import ErrorCode
+from memory.conclusions import PROMISE_GRACE_DAYS, ConclusionKind, MemoryItem
+from memory.store import CustomerMemoryError
+
+ORDERS_TOOL = "list_orders"
+ORDERS_SHOWN = 10
+MEMORY_PANEL_TIMEOUT_S = 5.0
+SOURCE_LABELS = {"compaction": "compaction", "nightly_sync": "sync", "agent": "human"}
+
+
+@dataclass(frozen=True)
+class CustomerProfile:
+    id: int
+    public_id: str
+    name: str | None
+    email: str | None
+    phone: str | None
+    external_id: str | None
+    conversations: int
+
+    @property
+    def verified(self) -> bool:
+        return self.external_id is not None
+
+
+@dataclass(frozen=True)
+class OrdersView:
+    orders: list[dict[str, Any]] = field(default_factory=list)
+    total: int = 0
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
+class MemoryView:
+    id: str
+    kind: str
+    text: str
+    source: str
+    status: str
+    locked: bool
+    created_at: str | None
+    due_date: date | None
+    expires_on: date | None
+    superseded_by: str | None
+    supersedes: list[str]
+    edited_by: str | None
+
+
+@dataclass(frozen=True)
+class MemoriesView:
+    items: list[MemoryView] = field(default_factory=list)
+    problem: str | None = None
+
+
+def load_profile(session: Session, customer_id: int) -> CustomerProfile:
+    customer = session.get(Customer, customer_id)
+    assert customer is not None and customer.id is not None
+    count = session.exec(select(func.count()).where(col(Conversation.customer_id) == customer_id)).one()
+    return CustomerProfile(
+        customer.id,
+        customer.public_id,
+        customer.name,
+        customer.email,
+        customer.phone,
+        customer.external_id,
+        int(count),
+    )
+
+
+def _orders_now(services: Services, profile: CustomerProfile, actor: str) -> OrdersView:
+    arguments = json.dumps({"limit": ORDERS_SHOWN})
+    with Session(services.db) as session:
+        context = ToolContext(
+            session=session, customer_id=profile.id, external_customer_id=profile.external_id, actor=actor
+        )
+        result = services.tools.execute(ORDERS_TOOL, arguments, context)
+        session.commit()
+    if result.error_code == ErrorCode.UNKNOWN_TOOL:
+        return OrdersView(problem="No order tool is configured for this shop.")
+    payload = json.loads(result.content)
+    if not isinstance(payload, dict) or "error" in payload:
+        message = payload.get("error", {}).get("message") if isinstance(payload, dict) else None
+        return OrdersView(problem=f"The order tool failed: {message or 'no details'}")
+    orders = [order for order in payload.get("orders", []) if isinstance(order, dict)]
+    return OrdersView(orders=orders, total=int(payload.get("total_orders", len(orders))))
+
+
+async def load_orders(services: Services, profile: CustomerProfile, actor: str) -> OrdersView:
+    return await anyio.to_thread.run_sync(_orders_now, services, profile, actor)
+
+
+def expiry_of(item: MemoryItem) -> date | None:
+    """When the memory stops being recalled: the expiry a person set, else the promise rule of the memory
+    package (a promise expires a grace period after it falls due)."""
+    stored = item.metadata.get("expires_on")
+    if isinstance(stored, str) and stored:
+        return date.fromisoformat(stored[:10])
+    if item.kind == ConclusionKind.PROMISE.value and item.due_date is not None and not item.locked:
+        return item.due_date + timedelta(days=PROMISE_GRACE_DAYS)
+    return None
+
+
+def memory_views(items: list[MemoryItem]) -> list[MemoryView]:
+    """Active memories first, newest first; each with the memories it superseded (the supersession chain)."""
+    supersedes: dict[str, list[str]] = {}
+    for item in items:
+        if item.superseded_by:
+            supersedes.setdefault(item.superseded_by, []).append(item.id)
+    ordered = sorted(items, key=lambda item: item.created_at or "", reverse=True)
+    ordered = sorted(ordered, key=lambda item: not item.active)
+    return [
+        MemoryView(
+            id=item.id,
+            kind=item.kind or "note",
+            text=item.text,
+            source=SOURCE_LABELS.get(item.source or "", item.source or "unknown"),
+            status=item.status,
+            locked=item.locked,
+            created_at=item.created_at,
+            due_date=item.due_date,
+            expires_on=expiry_of(item),
+            superseded_by=item.superseded_by,
+            supersedes=supersedes.get(item.id, []),
+            edited_by=item.metadata.get("edited_by"),
+        )
+        for item in ordered
+    ]
+
+
+async def load_memories(services: Services, customer_id: int) -> MemoriesView:
+    if services.memory is None:
+        return MemoriesView(problem="Long-term memory is switched off (MEMDESK_MEMORY_ENABLED=false).")
+    try:
+        items = await services.memory.pool.run(
+            services.memory.store.list, memory_customer_id(customer_id), timeout_s=MEMORY_PANEL_TIMEOUT_S
+        )
+    except (CustomerMemoryError, TimeoutError, RuntimeError) as error:
+        return MemoriesView(problem=f"Memories are unavailable right now ({error}). Try again shortly.")
+    return MemoriesView(items=memory_views(items))

@@ -1,0 +1,230 @@
+"""The inbox: conversations that have messages, ``needs_human`` first, then the most recently active.
+
+One page costs three queries whatever the number of conversations: the page itself (with each row's latest
+message, latest customer message, latest reply and unread count as correlated subqueries, evaluated only for the
+rows of the page), the texts and times of those messages, and the count per status for the filter tabs
+(``benchmarks/console.py`` counts them).
+
+A customer is waiting when their latest message has no reply after it; a reply is a non-private assistant message
+with text and no tool calls written by the bot or a person (a notice such as "Sam joined" is not an answer). In a
+conversation that needs a person, the customer waits since their latest message whatever the bot said after it.
+Unread counts the customer's messages after the last one the staff member has seen (``conversation_reads``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import and_, case, exists, func, literal
+from sqlalchemy import select as sa_select
+from sqlmodel import Session, col
+
+from app.models import (
+    Agent,
+    Conversation,
+    ConversationRead,
+    ConversationStatus,
+    Customer,
+    Message,
+    MessageAuthor,
+    MessageRole,
+)
+
+PAGE_SIZE = 50
+PREVIEW_CHARS = 140
+STATUS_ORDER = (
+    ConversationStatus.NEEDS_HUMAN,
+    ConversationStatus.HUMAN,
+    ConversationStatus.BOT,
+    ConversationStatus.CLOSED,
+)
+_PRIORITY = case({status.value: rank for rank, status in enumerate(STATUS_ORDER)}, value=col(Conversation.status))
+
+
+@dataclass(frozen=True)
+class InboxFilter:
+    status: ConversationStatus | None = None  # None: every open conversation (not closed)
+    mine: bool = False
+    page: int = 1
+
+
+@dataclass(frozen=True)
+class InboxRow:
+    public_id: str
+    status: ConversationStatus
+    customer_name: str | None
+    customer_verified: bool
+    assignee: str | None
+    preview: str
+    preview_author: MessageAuthor | None
+    preview_private: bool
+    last_activity_at: datetime
+    waiting_since: datetime | None
+    unread: int
+
+
+@dataclass(frozen=True)
+class InboxPage:
+    rows: list[InboxRow]
+    counts: dict[ConversationStatus, int]
+    filter: InboxFilter
+    has_more: bool
+
+
+def _latest(*conditions: Any) -> Any:
+    return (
+        sa_select(func.max(Message.id))
+        .where(col(Message.conversation_id) == col(Conversation.id), *conditions)
+        .correlate(Conversation)
+        .scalar_subquery()
+    )
+
+
+def is_reply() -> Any:
+    """The condition of a message that answers the customer (see the module docstring)."""
+    return and_(
+        col(Message.role) == MessageRole.ASSISTANT,
+        col(Message.private).is_(False),
+        col(Message.tool_calls).is_(None),
+        col(Message.content).is_not(None),
+        col(Message.content) != "",
+        col(Message.author).in_([MessageAuthor.BOT, MessageAuthor.AGENT]),
+    )
+
+
+def _has_messages() -> Any:
+    return exists().where(col(Message.conversation_id) == col(Conversation.id))
+
+
+def _conditions(staff_id: int, wanted: InboxFilter) -> list[Any]:
+    conditions = [_has_messages()]
+    if wanted.status is None:
+        conditions.append(col(Conversation.status) != ConversationStatus.CLOSED)
+    else:
+        conditions.append(col(Conversation.status) == wanted.status)
+    if wanted.mine:
+        conditions.append(col(Conversation.assigned_agent_id) == staff_id)
+    return conditions
+
+
+def _page_statement(staff_id: int, wanted: InboxFilter) -> Any:
+    page_ids = (
+        sa_select(col(Conversation.id).label("id"))
+        .where(*_conditions(staff_id, wanted))
+        .order_by(_PRIORITY, col(Conversation.updated_at).desc(), col(Conversation.id).desc())
+        .limit(PAGE_SIZE + 1)
+        .offset((max(1, wanted.page) - 1) * PAGE_SIZE)
+        .subquery()
+    )
+    read_upto = func.coalesce(col(ConversationRead.last_read_message_id), literal(0))
+    unread = (
+        sa_select(func.count())
+        .where(
+            col(Message.conversation_id) == col(Conversation.id),
+            col(Message.author) == MessageAuthor.CUSTOMER,
+            col(Message.id) > read_upto,
+        )
+        .correlate(Conversation, ConversationRead)
+        .scalar_subquery()
+    )
+    return (
+        sa_select(
+            col(Conversation.public_id),
+            col(Conversation.status),
+            col(Conversation.updated_at),
+            col(Customer.name),
+            col(Customer.external_id),
+            col(Agent.name).label("assignee"),
+            _latest(col(Message.role).in_([MessageRole.USER, MessageRole.ASSISTANT]), col(Message.content) != "").label(
+                "last_id"
+            ),
+            _latest(col(Message.author) == MessageAuthor.CUSTOMER).label("customer_id"),
+            _latest(is_reply()).label("reply_id"),
+            unread.label("unread"),
+        )
+        .select_from(page_ids)
+        .join(Conversation, col(Conversation.id) == page_ids.c.id)
+        .join(Customer, col(Customer.id) == col(Conversation.customer_id))
+        .outerjoin(Agent, col(Agent.id) == col(Conversation.assigned_agent_id))
+        .outerjoin(
+            ConversationRead,
+            and_(
+                col(ConversationRead.conversation_id) == col(Conversation.id),
+                col(ConversationRead.agent_id) == staff_id,
+            ),
+        )
+        .order_by(_PRIORITY, col(Conversation.updated_at).desc(), col(Conversation.id).desc())
+    )
+
+
+def status_counts(session: Session, staff_id: int, *, mine: bool = False) -> dict[ConversationStatus, int]:
+    conditions = [_has_messages()]
+    if mine:
+        conditions.append(col(Conversation.assigned_agent_id) == staff_id)
+    statement = sa_select(col(Conversation.status), func.count()).where(*conditions).group_by(col(Conversation.status))
+    counts = {status: 0 for status in STATUS_ORDER}
+    for status, count in session.execute(statement).all():
+        counts[ConversationStatus(status)] = int(count)
+    return counts
+
+
+def _preview(text: str | None) -> str:
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"
+
+
+def inbox_page(session: Session, staff_id: int, wanted: InboxFilter) -> InboxPage:
+    """One page of the inbox for this staff member (ends its read transaction)."""
+    found = session.execute(_page_statement(staff_id, wanted)).all()
+    rows = found[:PAGE_SIZE]
+    wanted_ids = {row.last_id for row in rows} | {row.customer_id for row in rows}
+    wanted_ids.discard(None)
+    messages = {
+        message.id: message
+        for message in session.execute(
+            sa_select(
+                col(Message.id),
+                col(Message.content),
+                col(Message.author),
+                col(Message.private),
+                col(Message.created_at),
+            ).where(col(Message.id).in_(wanted_ids))
+        ).all()
+    }
+    counts = status_counts(session, staff_id, mine=wanted.mine)
+    session.commit()
+    return InboxPage([_row(row, messages) for row in rows], counts, wanted, has_more=len(found) > PAGE_SIZE)
+
+
+def _row(row: Any, messages: dict[int, Any]) -> InboxRow:
+    last = messages.get(row.last_id)
+    customer_message = messages.get(row.customer_id)
+    status = ConversationStatus(row.status)
+    unanswered = row.reply_id is None or row.customer_id > row.reply_id
+    waiting = customer_message is not None and (unanswered or status == ConversationStatus.NEEDS_HUMAN)
+    return InboxRow(
+        public_id=row.public_id,
+        status=status,
+        customer_name=row.name,
+        customer_verified=row.external_id is not None,
+        assignee=row.assignee,
+        preview=_preview(last.content if last else None),
+        preview_author=MessageAuthor(last.author) if last else None,
+        preview_private=bool(last.private) if last else False,
+        last_activity_at=last.created_at if last else row.updated_at,
+        waiting_since=customer_message.created_at if waiting and customer_message else None,
+        unread=int(row.unread or 0),
+    )
+
+
+def mark_read(session: Session, *, staff_id: int, conversation_id: int, through_message_id: int) -> None:
+    """Record that this staff member has seen the conversation up to a message (in the caller's transaction)."""
+    read = session.get(ConversationRead, (staff_id, conversation_id))
+    if read is None:
+        read = ConversationRead(agent_id=staff_id, conversation_id=conversation_id)
+    if read.last_read_message_id >= through_message_id:
+        return
+    read.last_read_message_id = through_message_id
+    session.add(read)

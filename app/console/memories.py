@@ -1,0 +1,168 @@
+"""Supervisors' changes to a customer's long-term memories: add, edit, lock, delete, and reading a history.
+
+Every write goes through ``CustomerMemory`` on the memory service's bounded pool, is locked against later
+automatic writes (compaction, nightly sync), and is audited with the staff member as actor (target: the customer,
+so an erasure removes the trail with the customer).
+
+Dates: an edit or an addition takes its due date from the form's date field when one is given, else from the text
+(the one date it names, relative dates resolved against today, as the compressor reads decisions); its expiry
+from the form, else the memory package's promise rule (a promise expires a grace period after its due date). A
+text that names no date and a form without one leave the memory without a due date: the old one is never kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date, timedelta
+from typing import Any, TypeVar
+
+from sqlmodel import Session
+
+from app.console.permissions import Staff
+from app.memory_outbox import memory_customer_id
+from app.services import Services
+from app.tools.audit import record_audit_event
+from compression.dates import resolve_due
+from compression.facts import FactExtractor
+from memory.conclusions import PROMISE_GRACE_DAYS, Conclusion, ConclusionKind, ConclusionSource, MemoryItem
+
+MEMORY_WRITE_TIMEOUT_S = 10.0
+MAX_MEMORY_CHARS = 1_000
+# Identifiers a decision is about (dates are its values, not its subject).
+SUBJECT_KINDS = frozenset({"order", "tracking", "money", "email", "phone"})
+T = TypeVar("T")
+
+
+class MemoryUnavailable(Exception):
+    """Long-term memory is off, busy or failed; the message says which."""
+
+
+@dataclass(frozen=True)
+class MemoryDates:
+    due_date: date | None
+    expires_on: date | None
+
+
+def derive_dates(
+    kind: str, text: str, *, due_field: date | None, expiry_field: date | None, today: date
+) -> MemoryDates:
+    due = due_field or resolve_due(text, today)
+    expiry = expiry_field
+    if expiry is None and kind == ConclusionKind.PROMISE.value and due is not None:
+        expiry = due + timedelta(days=PROMISE_GRACE_DAYS)
+    return MemoryDates(due, expiry)
+
+
+def identifiers_in(text: str) -> tuple[str, ...]:
+    found = FactExtractor().extract(text)
+    return tuple(dict.fromkeys(value for kind, value in found if kind in SUBJECT_KINDS))
+
+
+def checked_text(text: str) -> str:
+    clean = " ".join(text.split())
+    if not clean:
+        raise ValueError("A memory needs some text; to remove one, delete it.")
+    if len(clean) > MAX_MEMORY_CHARS:
+        raise ValueError(f"A memory can be at most {MAX_MEMORY_CHARS} characters; this one has {len(clean)}.")
+    return clean
+
+
+async def _on_pool(services: Services, function: Callable[..., T], *args: Any) -> T:
+    if services.memory is None:
+        raise MemoryUnavailable("Long-term memory is switched off (MEMDESK_MEMORY_ENABLED=false).")
+    try:
+        return await services.memory.pool.run(function, *args, timeout_s=MEMORY_WRITE_TIMEOUT_S)
+    except (TimeoutError, RuntimeError) as error:
+        raise MemoryUnavailable(f"Long-term memory did not answer ({error}); nothing was changed.") from error
+
+
+def _audit(services: Services, staff: Staff, action: str, customer_id: int, **detail: Any) -> None:
+    with Session(services.db) as session:
+        record_audit_event(
+            session,
+            actor=staff.actor,
+            action=f"console.memory_{action}",
+            target_type="customer",
+            target_id=customer_id,
+            detail=detail,
+        )
+        session.commit()
+
+
+async def add_memory(
+    services: Services, staff: Staff, customer_id: int, *, kind: str, text: str, dates: MemoryDates
+) -> MemoryItem:
+    clean = checked_text(text)
+    conclusion = Conclusion(
+        customer_id=memory_customer_id(customer_id),
+        kind=ConclusionKind(kind),
+        text=clean,
+        source=ConclusionSource.AGENT,
+        due_date=dates.due_date,
+        identifiers=identifiers_in(clean),
+    )
+    store = services.memory.store if services.memory else None
+
+    def run() -> MemoryItem:
+        assert store is not None
+        return store.add_locked(conclusion, editor=staff.actor, expiration_date=dates.expires_on)
+
+    item = await _on_pool(services, run)
+    _audit(services, staff, "add", customer_id, memory_id=item.id, kind=kind)
+    return item
+
+
+async def edit_memory(
+    services: Services, staff: Staff, customer_id: int, memory_id: str, *, text: str, dates: MemoryDates
+) -> MemoryItem:
+    clean = checked_text(text)
+    store = services.memory.store if services.memory else None
+
+    def run() -> MemoryItem:
+        assert store is not None
+        return store.edit(
+            memory_customer_id(customer_id),
+            memory_id,
+            clean,
+            editor=staff.actor,
+            due_date=dates.due_date,
+            expiration_date=dates.expires_on,
+        )
+
+    item = await _on_pool(services, run)
+    _audit(services, staff, "edit", customer_id, memory_id=memory_id)
+    return item
+
+
+async def lock_memory(services: Services, staff: Staff, customer_id: int, memory_id: str) -> MemoryItem:
+    store = services.memory.store if services.memory else None
+
+    def run() -> MemoryItem:
+        assert store is not None
+        return store.lock(memory_customer_id(customer_id), memory_id, editor=staff.actor)
+
+    item = await _on_pool(services, run)
+    _audit(services, staff, "lock", customer_id, memory_id=memory_id)
+    return item
+
+
+async def delete_memory(services: Services, staff: Staff, customer_id: int, memory_id: str) -> None:
+    store = services.memory.store if services.memory else None
+
+    def run() -> None:
+        assert store is not None
+        store.delete(memory_customer_id(customer_id), memory_id)
+
+    await _on_pool(services, run)
+    _audit(services, staff, "delete", customer_id, memory_id=memory_id)
+
+
+async def memory_history(services: Services, customer_id: int, memory_id: str) -> list[dict[str, Any]]:
+    store = services.memory.store if services.memory else None
+
+    def run() -> list[dict[str, Any]]:
+        assert store is not None
+        return store.history(memory_customer_id(customer_id), memory_id)
+
+    return await _on_pool(services, run)

@@ -1,0 +1,228 @@
+"""The dashboard's figures (``/console/overview``), from persisted data so that they survive restarts.
+
+- Conversations started today and in the last 7 days; the handoff rate (the share that needed a person: the bot
+  handed off, staff took over, or the conversation waits for or is with a person now); the median first response
+  time of people (from the customer message a person's first reply answered, to that reply).
+- Compactions and the tokens they saved (tokens before minus after).
+- LLM tokens and cost by model and purpose: chat turns (``messages.prompt_tokens``/``completion_tokens``, priced as
+  the configured chat model, since a message does not record its model), compaction summaries (``compactions``)
+  and handoff summaries (``handoff_summaries``), with what the summaries would have cost on the chat model.
+- The conclusions outbox: rows per status and the failed rows, which a supervisor can send again.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, time, timedelta
+from typing import Any
+
+from sqlalchemy import String, cast, exists, func, or_, update
+from sqlalchemy import select as sa_select
+from sqlmodel import Session, col
+
+from app.llm import LLMGateway
+from app.models import (
+    AuditEvent,
+    Compaction,
+    Conclusion,
+    Conversation,
+    ConversationStatus,
+    HandoffSummary,
+    Message,
+    MessageAuthor,
+    OutboxStatus,
+)
+from app.tools.handoff import HANDOFF_ACTION
+from compression.types import Usage
+
+WEEK_DAYS = 7
+FAILED_ROWS_SHOWN = 50
+TAKE_OVER_ACTION = "console.take_over"
+
+
+@dataclass(frozen=True)
+class PeriodFigures:
+    label: str
+    conversations: int
+    handed_off: int
+    median_first_response_s: float | None
+    compactions: int
+    tokens_saved: int
+
+    @property
+    def handoff_rate(self) -> float | None:
+        return self.handed_off / self.conversations if self.conversations else None
+
+
+@dataclass(frozen=True)
+class UsageRow:
+    model: str
+    purpose: str
+    requests: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float | None
+    cost_on_chat_model_usd: float | None = None
+
+
+@dataclass(frozen=True)
+class FailedConclusion:
+    id: int
+    kind: str
+    text: str
+    attempts: int
+    last_error: str | None
+
+
+@dataclass
+class Overview:
+    periods: list[PeriodFigures]
+    usage: list[UsageRow] = field(default_factory=list)
+    outbox: dict[str, int] = field(default_factory=dict)
+    failed: list[FailedConclusion] = field(default_factory=list)
+
+
+def _period_start(now: datetime, days: int) -> datetime:
+    return datetime.combine(now.date() - timedelta(days=days - 1), time.min, tzinfo=UTC)
+
+
+def _needed_a_person() -> Any:
+    audited = exists().where(
+        col(AuditEvent.action).in_([HANDOFF_ACTION, TAKE_OVER_ACTION]),
+        col(AuditEvent.target_type) == "conversation",
+        col(AuditEvent.target_id) == cast(col(Conversation.id), String),
+    )
+    waiting = col(Conversation.status).in_([ConversationStatus.NEEDS_HUMAN, ConversationStatus.HUMAN])
+    return or_(audited, waiting)
+
+
+def _first_responses(session: Session, since: datetime) -> list[float]:
+    first_reply = (
+        sa_select(func.min(Message.id))
+        .where(
+            col(Message.conversation_id) == col(Conversation.id),
+            col(Message.author) == MessageAuthor.AGENT,
+            col(Message.private).is_(False),
+        )
+        .correlate(Conversation)
+        .scalar_subquery()
+    )
+    pairs = (
+        sa_select(col(Conversation.id), first_reply.label("reply_id"))
+        .where(col(Conversation.created_at) >= since)
+        .subquery()
+    )
+    asked = (
+        sa_select(func.max(Message.id))
+        .where(
+            col(Message.conversation_id) == pairs.c.id,
+            col(Message.author) == MessageAuthor.CUSTOMER,
+            col(Message.id) < pairs.c.reply_id,
+        )
+        .scalar_subquery()
+    )
+    rows = session.execute(sa_select(pairs.c.reply_id, asked.label("asked_id")).where(pairs.c.reply_id.is_not(None)))
+    ids = [(row.reply_id, row.asked_id) for row in rows if row.asked_id is not None]
+    if not ids:
+        return []
+    wanted = {identifier for pair in ids for identifier in pair}
+    found = session.execute(sa_select(col(Message.id), col(Message.created_at)).where(col(Message.id).in_(wanted)))
+    times: dict[int, datetime] = {row[0]: row[1] for row in found.all()}
+    return [(times[reply] - times[asked]).total_seconds() for reply, asked in ids]
+
+
+def period_figures(session: Session, label: str, since: datetime) -> PeriodFigures:
+    started = col(Conversation.created_at) >= since
+    conversations = session.execute(sa_select(func.count()).where(started)).scalar() or 0
+    handed_off = session.execute(sa_select(func.count()).where(started, _needed_a_person())).scalar() or 0
+    responses = _first_responses(session, since)
+    compacted = session.execute(
+        sa_select(func.count(), func.coalesce(func.sum(Compaction.tokens_before - Compaction.tokens_after), 0)).where(
+            col(Compaction.created_at) >= since
+        )
+    ).one()
+    return PeriodFigures(
+        label=label,
+        conversations=int(conversations),
+        handed_off=int(handed_off),
+        median_first_response_s=statistics.median(responses) if responses else None,
+        compactions=int(compacted[0]),
+        tokens_saved=int(compacted[1]),
+    )
+
+
+def usage_rows(session: Session, gateway: LLMGateway) -> list[UsageRow]:
+    ledger, chat_model = gateway.ledger, gateway.chat_model
+    chat = session.execute(
+        sa_select(func.count(), func.sum(Message.prompt_tokens), func.sum(Message.completion_tokens)).where(
+            col(Message.prompt_tokens).is_not(None)
+        )
+    ).one()
+    rows = []
+    if chat[0]:
+        usage = Usage(int(chat[1] or 0), int(chat[2] or 0))
+        rows.append(UsageRow(chat_model, "chat", int(chat[0]), usage.prompt_tokens, usage.completion_tokens,
+                             ledger.cost(chat_model, usage)))  # fmt: skip
+    for model_column, prompt, completion, cost, purpose in (
+        (Compaction.summary_model, Compaction.summary_prompt_tokens, Compaction.summary_completion_tokens,
+         Compaction.cost_usd, "summary (compaction)"),
+        (HandoffSummary.model, HandoffSummary.prompt_tokens, HandoffSummary.completion_tokens,
+         HandoffSummary.cost_usd, "summary (handoff)"),
+    ):  # fmt: skip
+        grouped = session.execute(
+            sa_select(col(model_column), func.count(), func.sum(prompt), func.sum(completion), func.sum(cost))
+            .where(col(model_column).is_not(None))
+            .group_by(model_column)
+        ).all()
+        for model, count, prompt_sum, completion_sum, cost_sum in grouped:
+            usage = Usage(int(prompt_sum or 0), int(completion_sum or 0))
+            rows.append(UsageRow(model, purpose, int(count), usage.prompt_tokens, usage.completion_tokens,
+                                 cost_sum, ledger.cost(chat_model, usage)))  # fmt: skip
+    return rows
+
+
+def outbox_state(session: Session) -> tuple[dict[str, int], list[FailedConclusion]]:
+    counts = {status.value: 0 for status in OutboxStatus}
+    for status, count in session.execute(
+        sa_select(col(Conclusion.status), func.count()).group_by(col(Conclusion.status))
+    ).all():
+        counts[str(status)] = int(count)
+    failed = session.execute(
+        sa_select(
+            col(Conclusion.id),
+            col(Conclusion.kind),
+            col(Conclusion.text),
+            col(Conclusion.attempts),
+            col(Conclusion.last_error),
+        )
+        .where(col(Conclusion.status) == OutboxStatus.FAILED)
+        .order_by(col(Conclusion.id).desc())
+        .limit(FAILED_ROWS_SHOWN)
+    ).all()
+    return counts, [FailedConclusion(r.id, str(r.kind), r.text, r.attempts, r.last_error) for r in failed]
+
+
+def load_overview(session: Session, gateway: LLMGateway, *, with_usage: bool, now: datetime | None = None) -> Overview:
+    moment = now or datetime.now(UTC)
+    periods = [
+        period_figures(session, "Today", _period_start(moment, 1)),
+        period_figures(session, f"Last {WEEK_DAYS} days", _period_start(moment, WEEK_DAYS)),
+    ]
+    overview = Overview(periods)
+    if with_usage:
+        overview.usage = usage_rows(session, gateway)
+        overview.outbox, overview.failed = outbox_state(session)
+    session.commit()
+    return overview
+
+
+def retry_failed(session: Session, conclusion_ids: list[int] | None = None) -> int:
+    """Send failed outbox rows again (all of them, or these ones): back to pending, due now. Returns how many."""
+    conditions = [col(Conclusion.status) == OutboxStatus.FAILED]
+    if conclusion_ids is not None:
+        conditions.append(col(Conclusion.id).in_(conclusion_ids))
+    result = session.execute(
+        update(Conclusion).where(*conditions).values(status=OutboxStatus.PENDING, next_attempt_at=None, attempts=0)
+    )
+    return int(result.rowcount)  # type: ignore[attr-defined]

@@ -1,0 +1,56 @@
+"""What each staff role may do in the console.
+
+- agent: the inbox and conversations, replies, takeover, hand-back, private notes, close, reopen, assignment;
+  reading memories and the conversation figures of the overview.
+- supervisor: also adding, editing, locking and deleting memories, all LLM usage and cost, retrying failed
+  outbox rows.
+- admin: also managing staff, and exporting or erasing a customer.
+
+A refusal is a 403 and an audit event (``console.forbidden``), recorded by the route dependency that checks it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from app.models import AgentRole
+
+
+class Permission(StrEnum):
+    WORK_CONVERSATIONS = "work_conversations"
+    EDIT_MEMORIES = "edit_memories"
+    VIEW_USAGE = "view_usage"
+    RETRY_OUTBOX = "retry_outbox"
+    MANAGE_STAFF = "manage_staff"
+    EXPORT_ERASE = "export_erase"
+
+
+_AGENT = frozenset({Permission.WORK_CONVERSATIONS})
+_SUPERVISOR = _AGENT | {Permission.EDIT_MEMORIES, Permission.VIEW_USAGE, Permission.RETRY_OUTBOX}
+_ADMIN = _SUPERVISOR | {Permission.MANAGE_STAFF, Permission.EXPORT_ERASE}
+ROLE_PERMISSIONS: dict[AgentRole, frozenset[Permission]] = {
+    AgentRole.AGENT: _AGENT,
+    AgentRole.SUPERVISOR: _SUPERVISOR,
+    AgentRole.ADMIN: _ADMIN,
+}
+
+
+@dataclass(frozen=True)
+class Staff:
+    """The signed-in staff member of one request."""
+
+    id: int
+    name: str
+    email: str
+    role: AgentRole
+    session_id: int
+    csrf_token: str
+
+    @property
+    def actor(self) -> str:
+        """How the audit trail names this member."""
+        return f"agent:{self.id}"
+
+    def can(self, permission: Permission) -> bool:
+        return permission in ROLE_PERMISSIONS[self.role]

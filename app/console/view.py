@@ -1,0 +1,108 @@
+"""What the conversation page shows, loaded in a fixed number of queries: the conversation and its customer, the
+transcript, the handoff summary, who can be assigned; and single entries rendered for the live stream."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlmodel import Session, col, select
+
+from app.console.handoff import HandoffView, handoff_view
+from app.console.inbox import mark_read
+from app.console.transcript import (
+    ToolLine,
+    TranscriptEntry,
+    TranscriptMessage,
+    last_message_id,
+    load_transcript,
+    message_view,
+    tool_lines,
+)
+from app.models import Agent, Conversation, ConversationStatus, Customer, Message, MessageRole
+
+# How far back a tool result looks for the assistant message that called it.
+CALL_LOOKBACK = 20
+
+
+@dataclass(frozen=True)
+class StaffOption:
+    id: int
+    name: str
+
+
+@dataclass(frozen=True)
+class ConversationState:
+    conversation: Conversation
+    customer: Customer
+    assignee: str | None
+    staff_options: list[StaffOption]
+
+    @property
+    def status(self) -> ConversationStatus:
+        return self.conversation.status
+
+
+@dataclass(frozen=True)
+class ConversationPage:
+    state: ConversationState
+    entries: list[TranscriptEntry]
+    handoff: HandoffView
+    last_message_id: int
+
+
+def load_state(session: Session, conversation: Conversation) -> ConversationState:
+    customer = session.get(Customer, conversation.customer_id)
+    assert customer is not None
+    staff = session.exec(select(Agent).where(col(Agent.active).is_(True)).order_by(col(Agent.name))).all()
+    options = [StaffOption(agent.id, agent.name) for agent in staff if agent.id is not None]
+    assignee = next((o.name for o in options if o.id == conversation.assigned_agent_id), None)
+    return ConversationState(conversation, customer, assignee, options)
+
+
+def load_page(session: Session, conversation: Conversation, *, staff_id: int) -> ConversationPage:
+    """Everything the page shows; marks the conversation read by this staff member (commits)."""
+    assert conversation.id is not None
+    state = load_state(session, conversation)
+    entries = load_transcript(session, conversation.id)
+    handoff = handoff_view(session, conversation.id)
+    newest = last_message_id(entries)
+    if newest:
+        mark_read(session, staff_id=staff_id, conversation_id=conversation.id, through_message_id=newest)
+    session.commit()
+    return ConversationPage(state, entries, handoff, newest)
+
+
+@dataclass(frozen=True)
+class LiveEntry:
+    """A message for the live stream: a new transcript entry, or the updated line of the call a result answers."""
+
+    message: TranscriptMessage | None = None
+    tool_line: ToolLine | None = None
+
+
+def live_entry(session: Session, conversation_id: int, message_id: int) -> LiveEntry | None:
+    found = session.exec(
+        select(Message, Agent.name)
+        .outerjoin(Agent, col(Agent.id) == col(Message.agent_id))
+        .where(col(Message.id) == message_id, col(Message.conversation_id) == conversation_id)
+    ).first()
+    if found is None:
+        return None
+    message, agent_name = found
+    if message.role != MessageRole.TOOL or not message.tool_call_id:
+        return LiveEntry(message=message_view(message, agent_name, {}))
+    callers = session.exec(
+        select(Message)
+        .where(
+            col(Message.conversation_id) == conversation_id,
+            col(Message.id) < message_id,
+            col(Message.role) == MessageRole.ASSISTANT,
+        )
+        .order_by(col(Message.id).desc())
+        .limit(CALL_LOOKBACK)
+    ).all()
+    for caller in callers:
+        for line in tool_lines(caller, {message.tool_call_id: message}):
+            if line.call_id == message.tool_call_id:
+                return LiveEntry(tool_line=line)
+    return LiveEntry(message=message_view(message, agent_name, {}))

@@ -1,0 +1,178 @@
+"""``python -m benchmarks.console --json``: the server time to render the console's inbox and a long conversation.
+
+Seeds a fresh SQLite database with ``--conversations`` conversations (a customer's question and a reply each, a
+share of them waiting for a person) and one conversation of ``--messages`` messages (questions, tool calls with
+their results, replies) with ``--compactions`` compactions and their outbox rows. Then it renders, ``--runs`` times
+each, the inbox's first page and the whole conversation page exactly as the routes do (the same service functions
+and templates, without HTTP), and counts the SQL statements each render runs: a fixed count whatever the size is
+the proof that there is no N+1.
+
+Prints ``inbox_ms_p95``, ``conversation_ms_p95`` (and their medians), ``inbox_queries`` and
+``conversation_queries``, with the sizes used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, event, insert
+from sqlmodel import Session
+
+from app.console.auth import new_token
+from app.console.inbox import InboxFilter, inbox_page
+from app.console.permissions import Staff
+from app.console.rendering import render
+from app.console.view import load_page
+from app.db import create_db_engine, migrate
+from app.models import (
+    Agent,
+    AgentRole,
+    Conversation,
+    ConversationStatus,
+    Customer,
+    Message,
+    MessageAuthor,
+    MessageRole,
+    utc_now,
+)
+from app.models.base import new_public_id
+from benchmarks.stats import percentile
+from tests.support.console_data import seed_conversation
+
+# One conversation in this many waits for a person; the rest are with the bot.
+NEEDS_HUMAN_EVERY = 7
+BATCH = 2_000
+
+
+def _seed_inbox(engine: Engine, conversations: int) -> None:
+    """Many small conversations, inserted in batches (the benchmark measures reading, not seeding)."""
+    now = utc_now()
+    for start in range(0, conversations, BATCH):
+        count = min(BATCH, conversations - start)
+        with engine.begin() as connection:
+            customers = [{"public_id": new_public_id("cus"), "name": f"Customer {start + i}"} for i in range(count)]
+            connection.execute(insert(Customer), customers)
+            first_customer = connection.exec_driver_sql("SELECT max(id) FROM customers").scalar_one() - count + 1
+            rows = [
+                {
+                    "public_id": new_public_id("cnv"),
+                    "customer_id": first_customer + i,
+                    "status": (ConversationStatus.NEEDS_HUMAN if (start + i) % NEEDS_HUMAN_EVERY == 0
+                               else ConversationStatus.BOT),
+                    "created_at": now,
+                    "updated_at": now,
+                }
+                for i in range(count)
+            ]  # fmt: skip
+            connection.execute(insert(Conversation), rows)
+            first = connection.exec_driver_sql("SELECT max(id) FROM conversations").scalar_one() - count + 1
+            messages = []
+            for i in range(count):
+                messages.append({"conversation_id": first + i, "role": MessageRole.USER,
+                                 "author": MessageAuthor.CUSTOMER, "content": f"Where is order #W{i:07d}?",
+                                 "private": False, "created_at": now})  # fmt: skip
+                messages.append({"conversation_id": first + i, "role": MessageRole.ASSISTANT,
+                                 "author": MessageAuthor.BOT, "content": "It has shipped.", "private": False,
+                                 "created_at": now})  # fmt: skip
+            connection.execute(insert(Message), messages)
+
+
+@contextmanager
+def counted_queries(engine: Engine) -> Iterator[list[str]]:
+    statements: list[str] = []
+
+    def record(*arguments: Any) -> None:
+        statements.append(str(arguments[2]))
+
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        yield statements
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+
+
+def _timed(render_once: Callable[[], str], runs: int) -> list[float]:
+    render_once()  # warm: templates compiled, statements cached
+    timings = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        render_once()
+        timings.append((time.perf_counter() - started) * 1_000)
+    return timings
+
+
+def run(conversations: int, messages: int, compactions: int, runs: int, directory: Path) -> dict[str, Any]:
+    url = f"sqlite:///{directory / 'console.db'}"
+    migrate(url)
+    engine = create_db_engine(url)
+    _seed_inbox(engine, conversations)
+    with Session(engine, expire_on_commit=False) as session:
+        long = seed_conversation(session, messages=messages, compactions=compactions)
+        agent = Agent(email="bench@example.com", name="Bench", role=AgentRole.SUPERVISOR, password_hash="-")
+        session.add(agent)
+        session.commit()
+        assert agent.id is not None
+        staff = Staff(agent.id, agent.name, agent.email, agent.role, 0, new_token())
+
+    def inbox() -> str:
+        with Session(engine) as session:
+            listing = inbox_page(session, staff.id, InboxFilter())
+        return render("inbox.html", staff=staff, inbox=listing, statuses=list(ConversationStatus))
+
+    def conversation() -> str:
+        with Session(engine, expire_on_commit=False) as session:
+            found = session.get(Conversation, long.conversation_id)
+            assert found is not None
+            view = load_page(session, found, staff_id=staff.id)
+        return render("conversation.html", staff=staff, view=view, position="0:0")
+
+    with counted_queries(engine) as inbox_statements:
+        inbox_html = inbox()
+    with counted_queries(engine) as conversation_statements:
+        conversation_html = conversation()
+    inbox_ms, conversation_ms = _timed(inbox, runs), _timed(conversation, runs)
+    engine.dispose()
+    return {
+        "conversations": conversations,
+        "conversation_messages": len(long.message_ids),
+        "compactions": len(long.compaction_ids),
+        "runs": runs,
+        "inbox_ms_p95": round(percentile(inbox_ms, 0.95), 2),
+        "inbox_ms_p50": round(percentile(inbox_ms, 0.5), 2),
+        "conversation_ms_p95": round(percentile(conversation_ms, 0.95), 2),
+        "conversation_ms_p50": round(percentile(conversation_ms, 0.5), 2),
+        "inbox_queries": len(inbox_statements),
+        "conversation_queries": len(conversation_statements),
+        "inbox_html_kb": round(len(inbox_html) / 1024, 1),
+        "conversation_html_kb": round(len(conversation_html) / 1024, 1),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--conversations", type=int, default=10_000)
+    parser.add_argument("--messages", type=int, default=500)
+    parser.add_argument("--compactions", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    options = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="memdesk-console-bench-") as directory:
+        figures = run(options.conversations, options.messages, options.compactions, options.runs, Path(directory))
+    if options.json:
+        print(json.dumps(figures))
+        return
+    for name, value in figures.items():
+        print(f"{name:>24}: {value}")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

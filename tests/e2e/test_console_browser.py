@@ -1,0 +1,247 @@
+"""The staff console in a real browser: headless Chromium, memdesk on real HTTP, the scripted LLM, a customer in the
+widget (one browser context) and staff in the console (others).
+
+Screenshots of the login page, the inbox and a conversation at desktop and phone sizes go to tests/e2e/artifacts/.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import update
+from sqlmodel import Session, col, select
+
+from app.console.staff import add_staff
+from app.models import AgentRole, Conversation, Message, StaffSession, utc_now
+from tests.app.console_support import STAFF_PASSWORD
+from tests.app.live_app import LiveApp
+from tests.e2e.conftest import CHROMIUM_PATH, DESKTOP, PHONE, UI_TIMEOUT_MS, Replies, Visitor
+from tests.support.console_data import seed_conversation
+from tests.support.scripted_llm import ScriptedReply, ScriptedToolCall
+
+pytestmark = [
+    pytest.mark.skipif(not CHROMIUM_PATH.exists(), reason=f"{CHROMIUM_PATH} is missing: apt-get install chromium"),
+    pytest.mark.skipif(
+        importlib.util.find_spec("playwright") is None, reason="playwright is missing: pip install playwright"
+    ),
+]
+
+Visit = Callable[..., Visitor]
+NOTE = "PRIVATE-NOTE: offer the 10% voucher only if they ask twice"
+XSS_TEXT = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>'
+README_SHOTS = Path(__file__).resolve().parent / "readme"
+
+
+class StaffBrowser:
+    """One staff member's browser context on the console; records dialogs and script errors."""
+
+    def __init__(self, browser: Any, live: LiveApp, artifacts: Path, *, viewport: dict[str, int] = DESKTOP) -> None:
+        phone = viewport["width"] < DESKTOP["width"] // 2
+        self.context = browser.new_context(viewport=viewport, is_mobile=phone, has_touch=phone)
+        self.page = self.context.new_page()
+        self.page.set_default_timeout(UI_TIMEOUT_MS)
+        self.base = live.url
+        self.artifacts = artifacts
+        self.dialogs: list[str] = []
+        self.errors: list[str] = []
+        self.page.on("dialog", lambda dialog: (self.dialogs.append(dialog.message), dialog.dismiss()))
+        self.page.on("pageerror", lambda error: self.errors.append(str(error)))
+
+    def sign_in(self, email: str, password: str = STAFF_PASSWORD) -> None:
+        self.page.goto(f"{self.base}/console/login")
+        self.page.fill("input[name=email]", email)
+        self.page.fill("input[name=password]", password)
+        self.page.click("button[type=submit]")
+
+    def screenshot(self, name: str, *, full_page: bool = False) -> Path:
+        path = self.artifacts / f"{name}.png"
+        self.page.screenshot(path=str(path), full_page=full_page)
+        print(f"screenshot: {path}")
+        return path
+
+    def close(self) -> None:
+        self.context.close()
+
+
+@pytest.fixture(scope="module")
+def staff(live: LiveApp) -> dict[str, str]:
+    members = {
+        "agent": ("sam@example.com", "Sam Rivera", AgentRole.AGENT),
+        "agent2": ("kim@example.com", "Kim Lee", AgentRole.AGENT),
+        "supervisor": ("sue@example.com", "Sue Park", AgentRole.SUPERVISOR),
+    }
+    with Session(live.services.db) as session:
+        for email, name, role in members.values():
+            add_staff(session, email=email, name=name, role=role, password=STAFF_PASSWORD)
+    return {key: email for key, (email, _, _) in members.items()}
+
+
+@pytest.fixture
+def console(browser: Any, live: LiveApp, artifacts: Path) -> Iterator[Callable[..., StaffBrowser]]:
+    opened: list[StaffBrowser] = []
+
+    def make(**options: Any) -> StaffBrowser:
+        member = StaffBrowser(browser, live, artifacts, **options)
+        opened.append(member)
+        return member
+
+    yield make
+    for member in opened:
+        member.close()
+
+
+def _hand_off(replies: Replies, customer: Visitor, text: str, marker: str) -> None:
+    transfer = ScriptedToolCall("transfer_to_human", json.dumps({"summary": "The kettle arrived broken."}))
+    replies.on(marker, ScriptedReply.with_tool_calls(transfer))
+    customer.goto()
+    customer.open()
+    customer.send(f"{text} {marker}")
+
+
+def _conversation_with(live: LiveApp, marker: str) -> str:
+    """The public id of the conversation where the customer wrote ``marker`` (once it is stored)."""
+
+    def probe() -> str | None:
+        with Session(live.services.db) as session:
+            found = session.exec(
+                select(Conversation.public_id)
+                .join(Message, col(Message.conversation_id) == col(Conversation.id))
+                .where(col(Message.content).contains(marker))
+            ).first()
+            return found
+
+    return live.wait_for(probe, what=f"a conversation with {marker}")
+
+
+def _row(member: StaffBrowser, public_id: str) -> Any:
+    return member.page.locator(f'#inbox-list .row[data-conversation="{public_id}"]')
+
+
+def test_an_agent_sees_a_new_conversation_live_takes_over_and_replies_and_the_customer_sees_it(
+    visit: Visit, console: Callable[..., StaffBrowser], staff: dict[str, str], replies: Replies, live: LiveApp
+) -> None:
+    sam = console()
+    sam.sign_in(staff["agent"])
+    sam.page.wait_for_url("**/console")
+    before = sam.page.locator("#inbox-list .row").count()
+
+    customer = visit()
+    _hand_off(replies, customer, "My kettle arrived broken, I want a person.", "MARK-E2E-1")
+    row = _row(sam, _conversation_with(live, "MARK-E2E-1"))
+    row.wait_for(state="visible", timeout=5_000)  # no reload: the inbox stream brought it
+    assert sam.page.locator("#inbox-list .row").count() == before + 1
+    row.locator(".status--needs_human").wait_for()  # then moved on by itself once the bot handed off
+    assert "waiting" in row.inner_text()
+    sam.screenshot("console-inbox-desktop")
+
+    row.locator("a").click()
+    sam.page.wait_for_url("**/console/conversations/cnv_*")
+    sam.page.locator(".handoff").wait_for(state="visible")
+    assert "The kettle arrived broken." in sam.page.locator(".handoff").inner_text()
+    sam.page.click("button[data-action=take-over]")
+    sam.page.locator("#state [data-status=human]").wait_for()
+    customer.widget(".msg").filter(has_text="Sam Rivera joined the conversation.").wait_for(state="visible")
+
+    sam.page.fill("#composer-text", "Hello, I am Sam. A refund is on its way.")
+    sam.page.click("button[data-action=reply]")
+    reply = customer.widget(".msg").filter(has_text="A refund is on its way.")
+    reply.wait_for(state="visible")
+    assert "Sam Rivera" in reply.inner_text()
+    sam.page.locator("#transcript .msg--agent", has_text="A refund is on its way.").wait_for()
+
+    sam.page.fill("#composer-text", NOTE)
+    sam.page.click("button[data-action=note]")
+    sam.page.locator("#transcript .msg--note", has_text=NOTE).wait_for()
+    customer.send("Thanks! And when exactly? MARK-E2E-BACK")
+    sam.page.locator("#transcript .msg--customer", has_text="MARK-E2E-BACK").wait_for()
+    assert NOTE not in customer.page.content() and NOTE not in customer.widget(".panel").inner_text()
+    sam.screenshot("console-conversation-desktop", full_page=True)
+
+    replies.on("MARK-E2E-BACK", ScriptedReply(text="The bot again: the refund arrives within 3 days."))
+    sam.page.click("button[data-action=hand-back]")
+    customer.widget(".msg").filter(has_text="The bot again: the refund arrives within 3 days.").wait_for(
+        state="visible"
+    )
+    sam.page.locator("#transcript .msg--bot", has_text="refund arrives within 3 days").wait_for()
+    assert NOTE not in customer.widget(".panel").inner_text()
+    assert not sam.errors and not customer.errors
+
+
+def test_two_agents_see_each_others_actions_and_cannot_both_take_over(
+    visit: Visit, console: Callable[..., StaffBrowser], staff: dict[str, str], replies: Replies, live: LiveApp
+) -> None:
+    customer = visit()
+    _hand_off(replies, customer, "Second customer needs help.", "MARK-E2E-2")
+    public_id = _conversation_with(live, "MARK-E2E-2")
+    sam, kim = console(), console()
+    for member, email in ((sam, staff["agent"]), (kim, staff["agent2"])):
+        member.sign_in(email)
+        member.page.wait_for_url("**/console")
+        _row(member, public_id).locator("a").click()
+        member.page.locator("button[data-action=take-over]").wait_for()
+    sam.page.click("button[data-action=take-over]")
+    kim.page.locator("#state .assignee", has_text="Sam Rivera").wait_for()  # Kim's header changed by itself
+    assert kim.page.locator("button[data-action=take-over]").count() == 0
+    sam.page.fill("#composer-text", "Sam here, looking into it.")
+    sam.page.click("button[data-action=reply]")
+    kim.page.locator("#transcript .msg--agent", has_text="Sam here, looking into it.").wait_for()
+
+
+def test_customer_payloads_stay_inert_in_the_console_and_phone_sizes_work(
+    visit: Visit,
+    console: Callable[..., StaffBrowser],
+    staff: dict[str, str],
+    replies: Replies,
+    live: LiveApp,
+) -> None:
+    replies.on("MARK-E2E-XSS", ScriptedReply(text=f"Echo: {XSS_TEXT} [x](javascript:window.__pwned=3)"))
+    customer = visit()
+    customer.goto()
+    customer.open()
+    customer.send(f"{XSS_TEXT} MARK-E2E-XSS")
+    customer.widget(".msg").filter(has_text="Echo:").wait_for(state="visible")
+    with Session(live.services.db) as session:
+        seed_conversation(session, messages=24, compactions=2, customer_name=XSS_TEXT)
+    sue = console(viewport=PHONE)
+    sue.sign_in(staff["supervisor"])
+    sue.page.wait_for_url("**/console")
+    sue.screenshot("console-inbox-phone", full_page=True)
+    for row in (_row(sue, _conversation_with(live, "MARK-E2E-XSS")), sue.page.locator("#inbox-list .row").first):
+        row.locator("a").click()
+        sue.page.locator("#customer-panel .profile").wait_for()
+        assert sue.page.evaluate("window.__pwned") is None
+        sue.page.go_back()
+    sue.page.locator("#inbox-list .row").first.locator("a").click()
+    sue.page.locator(".compaction").first.wait_for()
+    sue.page.locator(".compaction summary").first.click()
+    sue.page.locator(".tool summary").first.click()
+    sue.screenshot("console-conversation-phone", full_page=True)
+    width = sue.page.evaluate("document.documentElement.scrollWidth")
+    assert width <= PHONE["width"], f"the conversation page is {width}px wide on a {PHONE['width']}px phone"
+    assert sue.page.evaluate("window.__pwned") is None and not sue.dialogs and not sue.errors
+
+
+def test_a_wrong_password_is_refused_and_an_expired_session_goes_back_to_sign_in(
+    console: Callable[..., StaffBrowser], staff: dict[str, str], live: LiveApp
+) -> None:
+    guest = console()
+    guest.sign_in(staff["agent"], "not the right password")
+    assert "Wrong email or password." in guest.page.locator(".flash--error").inner_text()
+    guest.screenshot("console-login-desktop")
+
+    sam = console()
+    sam.sign_in(staff["agent"])
+    sam.page.wait_for_url("**/console")
+    with Session(live.services.db) as session:  # as if the console had sat unused past the idle timeout
+        long_ago = utc_now() - timedelta(seconds=live.settings.console_session_idle_s + 60)
+        session.execute(update(StaffSession).values(last_seen_at=long_ago))
+        session.commit()
+    sam.page.click("nav.tabs a[href='/console/overview']")
+    sam.page.wait_for_url("**/console/login?**")
+    assert "Your session has ended" in sam.page.locator(".flash--error").inner_text()
