@@ -103,7 +103,7 @@ def run(conversations: int, store_kind: str, concurrency: int) -> dict[str, Any]
     def engine() -> ContextCompressor:
         return ContextCompressor(model="main", context_length=CONTEXT_LENGTH, summary_llm=InstantSummarizer())
 
-    runner = SyncRunner(db, engine, UsageLedger(), deliver=outbox.deliver_due)
+    runner = SyncRunner(db, engine, UsageLedger(), deliver=outbox.deliver_due, memory=store)
     sync_options = SyncOptions(idle_minutes=30, concurrency=concurrency)
     started = time.perf_counter()
     first = runner.run(sync_options)
@@ -135,7 +135,7 @@ def run(conversations: int, store_kind: str, concurrency: int) -> dict[str, Any]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--conversations", type=int, default=DEFAULT_CONVERSATIONS)
-    parser.add_argument("--store", default="qdrant", help="the embedded memory store to deliver to")
+    parser.add_argument("--store", default="sqlite", help="the embedded memory store to deliver to")
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     args = parser.parse_args()
