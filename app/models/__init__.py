@@ -8,6 +8,7 @@ Importing this package registers every table on ``SQLModel.metadata`` (what alem
 - ``conclusions``: the conclusion outbox towards long-term memory
 - ``console``: console agents and audit events
 - ``sync``: the conclusion sync's runs (each conversation's watermark is on the conversation)
+- ``events``: live events and rate windows that several server processes share on PostgreSQL
 - ``shop``: the demo shop and help-center articles
 """
 
@@ -15,6 +16,7 @@ from app.models.base import DEFAULT_CURRENCY, NAMING_CONVENTION, utc_now
 from app.models.conclusions import Conclusion, ConclusionKind, ConclusionSource, OutboxStatus
 from app.models.console import Agent, AgentRole, AuditEvent
 from app.models.context import Compaction, ContextSegment, SegmentReason, segment_title
+from app.models.events import ConversationEvent, ConversationEventSequence, RateLimitWindow
 from app.models.shop import (
     HelpArticle,
     Order,
@@ -51,6 +53,8 @@ __all__ = [
     "ConclusionSource",
     "ContextSegment",
     "Conversation",
+    "ConversationEvent",
+    "ConversationEventSequence",
     "ConversationPublic",
     "ConversationStatus",
     "Customer",
@@ -64,6 +68,7 @@ __all__ = [
     "OrderStatus",
     "OutboxStatus",
     "Product",
+    "RateLimitWindow",
     "Refund",
     "RefundStatus",
     "SegmentReason",
