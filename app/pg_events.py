@@ -42,6 +42,7 @@ from app.events import SUBSCRIBER_QUEUE_SIZE, Event, EventBroker, Subscription, 
 logger = logging.getLogger(__name__)
 
 NOTIFY_CHANNEL = "memdesk_events"
+LISTENER_APPLICATION_NAME = "memdesk live events"  # how operators spot the listening connections
 SHARED_BOOT = "pg"  # the id prefix of every process: ids from one process are valid on all of them
 EVENT_RETENTION_S = 1_800
 TRIM_INTERVAL_S = 300.0
@@ -205,7 +206,8 @@ class PostgresEventBroker(EventBroker):
 
     async def _listen(self) -> None:
         arguments, options = self._connect_args
-        connection = await psycopg.AsyncConnection.connect(*arguments, **options, autocommit=True)
+        options = {"application_name": LISTENER_APPLICATION_NAME, **options, "autocommit": True}
+        connection = await psycopg.AsyncConnection.connect(*arguments, **options)
         async with connection:
             await connection.execute(f"LISTEN {NOTIFY_CHANNEL}")
             self._listening.set()
