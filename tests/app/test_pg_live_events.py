@@ -44,7 +44,7 @@ def new_conversation(db: Engine) -> int:
 
 async def received(subscription: Subscription, count: int, *, timeout: float = 5.0) -> list[Event]:
     """The next ``count`` events of the subscription, then a check that it stays quiet."""
-    events = []
+    events: list[Event] = []
     for _ in range(count):
         event = await subscription.next(timeout)
         assert event is not None, f"only {len(events)} of {count} events arrived: {events}"
@@ -149,9 +149,10 @@ def test_an_id_the_table_cannot_serve_gets_one_resync_event(db: Engine, last_eve
                 broker.publish(conversation, "message.delta", {"text": str(number)})
             assert broker.trim() == 3  # a retention of zero: every stored event is too old
             with broker.subscribe(conversation, last_event_id=last_event_id) as stream:
-                replay = [await stream.next(1.0)]
+                resync = await stream.next(1.0)
+                assert resync is not None
                 broker.publish(conversation, "typing", {"on": False})
-                return replay + await received(stream, 1)
+                return [resync, *await received(stream, 1)]
         finally:
             await broker.close()
 
