@@ -196,12 +196,17 @@ class PostgresEventBroker(EventBroker):
         while True:
             try:
                 await self._listen()
-            except (psycopg.Error, OSError) as error:
+            except Exception as error:  # whatever happened, streams must not stay silently deaf
+                if self._listening.is_set():
+                    failures = 0  # it had been working: start the backoff over
                 self._listening.clear()
                 self._end_every_stream()  # they resume from the table once the listener is back
                 delay = LISTEN_RETRY_S[min(failures, len(LISTEN_RETRY_S) - 1)]
                 failures += 1
-                logger.warning("Live events listener lost its connection (%s); retrying in %s s", error, delay)
+                if isinstance(error, psycopg.Error | OSError):
+                    logger.warning("Live events listener lost its connection (%s); retrying in %s s", error, delay)
+                else:
+                    logger.exception("Live events listener failed; restarting it in %s s", delay)
                 await asyncio.sleep(delay)
 
     async def _listen(self) -> None:
@@ -237,8 +242,13 @@ class PostgresEventBroker(EventBroker):
         if payload.startswith(FORGET_PREFIX + " "):
             EventBroker.forget(self, (int(part) for part in payload.split()[1:]))
             return
-        conversation, sequence, type, *inline = payload.split(" ", 3)
-        channel = self._channels.get(int(conversation))
+        try:
+            conversation, sequence, type, *inline = payload.split(" ", 3)
+            channel = self._channels.get(int(conversation))
+            int(sequence)
+        except ValueError:  # not ours: someone else notifies on this channel
+            logger.warning("Ignored a notification on %s that is not a live event: %.80r", NOTIFY_CHANNEL, payload)
+            return
         if channel is None or not channel.subscribers:
             return
         document = inline[0] if inline and inline[0] else self._stored_data(int(conversation), int(sequence))

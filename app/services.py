@@ -5,6 +5,10 @@ Building migrates the database and loads the embedding model (off the event loop
 background loops (outbox delivery, turn recovery). ``close`` is bounded whatever the dependencies are doing: running
 turns get a grace period and are recovered at the next start, and a hung memory call is left to its daemon worker
 (the outbox is durable).
+
+On PostgreSQL, the live events and the visitor rate limits are kept in the database (``shared_state``), so that
+several server processes on one database show a visitor the same streams and the same limits; on SQLite they stay in
+this process's memory.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from sqlmodel import Session, select
 from app.db import create_db_engine, migrate
 from app.events import Event, Subscription, SubscriptionClosed
 from app.models import Conversation, ConversationEvent, Customer
-from app.pg_events import INLINE_PAYLOAD_BYTES, LISTENER_APPLICATION_NAME, PostgresEventBroker
+from app.pg_events import INLINE_PAYLOAD_BYTES, LISTENER_APPLICATION_NAME, NOTIFY_CHANNEL, PostgresEventBroker
 from app.ratelimit import WINDOW_S, PostgresRateLimiter
 
 QUIET_S = 0.3  # how long a stream must stay silent to show that nothing more (no duplicate) arrives
@@ -212,6 +212,25 @@ def test_a_worker_whose_listening_connection_dies_ends_its_streams_and_listens_a
             await broker.close()
 
     assert asyncio.run(scenario()).id == "pg:1"
+
+
+def test_a_foreign_notification_on_the_channel_is_ignored(db: Engine) -> None:
+    conversation = new_conversation(db)
+
+    async def scenario() -> list[Event]:
+        broker = PostgresEventBroker(db)
+        await broker.start()
+        try:
+            with broker.subscribe(conversation) as stream:
+                with db.connect() as connection:
+                    connection.execute(text("SELECT pg_notify(:channel, 'hello')"), {"channel": NOTIFY_CHANNEL})
+                    connection.commit()
+                broker.publish(conversation, "typing", {"on": True})
+                return await received(stream, 1)
+        finally:
+            await broker.close()
+
+    assert [event.id for event in asyncio.run(scenario())] == ["pg:1"]
 
 
 async def wait_until_listening(broker: PostgresEventBroker, timeout: float = 10.0) -> None:
