@@ -33,7 +33,6 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-import psycopg
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -203,13 +202,16 @@ class PostgresEventBroker(EventBroker):
                 self._end_every_stream()  # they resume from the table once the listener is back
                 delay = LISTEN_RETRY_S[min(failures, len(LISTEN_RETRY_S) - 1)]
                 failures += 1
-                if isinstance(error, psycopg.Error | OSError):
+                if isinstance(error, OSError) or type(error).__module__.startswith("psycopg"):
                     logger.warning("Live events listener lost its connection (%s); retrying in %s s", error, delay)
                 else:
                     logger.exception("Live events listener failed; restarting it in %s s", delay)
                 await asyncio.sleep(delay)
 
     async def _listen(self) -> None:
+        # Imported here: psycopg comes with the postgres extra, and a SQLite install never builds this broker.
+        import psycopg
+
         arguments, options = self._connect_args
         options = {"application_name": LISTENER_APPLICATION_NAME, **options, "autocommit": True}
         connection = await psycopg.AsyncConnection.connect(*arguments, **options)
