@@ -5,6 +5,10 @@ Building migrates the database and loads the embedding model (off the event loop
 background loops (outbox delivery, turn recovery). ``close`` is bounded whatever the dependencies are doing: running
 turns get a grace period and are recovered at the next start, and a hung memory call is left to its daemon worker
 (the outbox is durable).
+
+On PostgreSQL, the live events and the visitor rate limits are kept in the database (``shared_state``), so that
+several server processes on one database show a visitor the same streams and the same limits; on SQLite they stay in
+this process's memory.
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ from app.llm import LLMGateway
 from app.memory_outbox import SqlOutboxRepository
 from app.memory_service import MemoryService
 from app.metrics import Metrics
-from app.ratelimit import RateLimiter
+from app.pg_events import PostgresEventBroker
+from app.ratelimit import PostgresRateLimiter, RateLimiter, VisitorRateLimiter
 from app.settings import Settings
 from app.sync import SyncOptions, SyncReport, SyncRunner, SyncSchedule, exclusive_sync, options_from, parse_sync_at
 from app.sync.runner import latest_sync_run
@@ -56,7 +61,7 @@ class Services:
     broker: EventBroker
     agent: AgentService
     visitor_tokens: VisitorTokens
-    message_limiter: RateLimiter
+    message_limiter: VisitorRateLimiter
     metrics: Metrics
     memory: MemoryService | None = None
     recovery: TurnRecovery | None = None
@@ -102,6 +107,8 @@ class Services:
                 await self._delivery
         if self.memory is not None:
             self.memory.close()
+        if isinstance(self.broker, PostgresEventBroker):
+            await self.broker.close()
         await self.gateway.aclose()
         self.tools.close()
         self.db.dispose()
@@ -130,6 +137,14 @@ def build_memory_service(settings: Settings, db: Engine, metrics: Metrics) -> Me
     return MemoryService(store, SqlOutboxRepository(db), metrics=metrics)
 
 
+def shared_state(settings: Settings, db: Engine) -> tuple[EventBroker, VisitorRateLimiter]:
+    """Live events and rate limits: in the database on PostgreSQL, where several server processes may share it; in
+    this process's memory on SQLite (one process)."""
+    if db.dialect.name == "postgresql":
+        return PostgresEventBroker(db), PostgresRateLimiter(db, settings.visitor_messages_per_minute)
+    return EventBroker(), RateLimiter(settings.visitor_messages_per_minute)
+
+
 async def build_services(settings: Settings, seams: ServiceOverrides = ServiceOverrides()) -> Services:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     db = create_db_engine(settings.resolved_database_url)
@@ -138,7 +153,7 @@ async def build_services(settings: Settings, seams: ServiceOverrides = ServiceOv
     tools = build_tool_registry(
         tools=shop_tools() if settings.demo_shop else (), tools_config_path=settings.tools_config_path
     )
-    broker = EventBroker()
+    broker, message_limiter = shared_state(settings, db)
     metrics = Metrics()
     metrics.watch_ledger(gateway.ledger)
     memory = (
@@ -158,6 +173,8 @@ async def build_services(settings: Settings, seams: ServiceOverrides = ServiceOv
         conclusions_queued=memory.kick if memory else None,
         metrics=metrics,
     )
+    if isinstance(broker, PostgresEventBroker):
+        await broker.start()  # before any stream opens, so no stream misses an event
     return Services(
         settings=settings,
         db=db,
@@ -166,7 +183,7 @@ async def build_services(settings: Settings, seams: ServiceOverrides = ServiceOv
         broker=broker,
         agent=agent,
         visitor_tokens=VisitorTokens(settings.secret_key.get_secret_value()),
-        message_limiter=RateLimiter(settings.visitor_messages_per_minute),
+        message_limiter=message_limiter,
         metrics=metrics,
         memory=memory,
     )

@@ -8,6 +8,7 @@ Importing this package registers every table on ``SQLModel.metadata`` (what alem
 - ``conclusions``: the conclusion outbox towards long-term memory
 - ``console``: console staff, their sessions, sign-in throttles, read marks, handoff summaries, audit events
 - ``sync``: the conclusion sync's runs (each conversation's watermark is on the conversation)
+- ``events``: live events and rate windows that several server processes share on PostgreSQL
 - ``shop``: the demo shop and help-center articles
 """
 
@@ -23,6 +24,7 @@ from app.models.console import (
     StaffSession,
 )
 from app.models.context import Compaction, ContextSegment, SegmentReason, segment_title
+from app.models.events import ConversationEvent, ConversationEventSequence, RateLimitWindow
 from app.models.shop import (
     HelpArticle,
     Order,
@@ -59,6 +61,8 @@ __all__ = [
     "ConclusionSource",
     "ContextSegment",
     "Conversation",
+    "ConversationEvent",
+    "ConversationEventSequence",
     "ConversationPublic",
     "ConversationRead",
     "ConversationStatus",
@@ -75,6 +79,7 @@ __all__ = [
     "OrderStatus",
     "OutboxStatus",
     "Product",
+    "RateLimitWindow",
     "Refund",
     "RefundStatus",
     "SegmentReason",

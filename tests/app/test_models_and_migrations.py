@@ -42,12 +42,13 @@ from app.models import (
     segment_title,
 )
 
-HEAD = "0005_conclusion_sync"
+HEAD = "0006_events"
 SessionDep = Annotated[Session, Depends(get_session)]
 ALL_TABLES = {
     "agents", "audit_events", "customers", "conversations", "messages", "context_segments", "compactions",
     "conclusions", "products", "orders", "order_items", "shipments", "refunds", "help_articles", "sync_runs",
     "staff_sessions", "login_throttles", "conversation_reads", "handoff_summaries",
+    "conversation_events", "conversation_event_sequences", "rate_limit_windows",
 }  # fmt: skip
 
 
