@@ -36,7 +36,16 @@ from typing import Any
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import SQLAlchemyError
 
-from app.events import SUBSCRIBER_QUEUE_SIZE, Event, EventBroker, Subscription, _Channel, _close_queue
+from app.events import (
+    CONSOLE_EVENT_TYPES,
+    SUBSCRIBER_QUEUE_SIZE,
+    Event,
+    EventBroker,
+    Subscription,
+    _Channel,
+    _close_queue,
+    _deliver,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -251,6 +260,9 @@ class PostgresEventBroker(EventBroker):
         except ValueError:  # not ours: someone else notifies on this channel
             logger.warning("Ignored a notification on %s that is not a live event: %.80r", NOTIFY_CHANNEL, payload)
             return
+        if type in CONSOLE_EVENT_TYPES:  # every worker's console inbox hears of every change, wherever it happened
+            self._console.sequence += 1
+            _deliver(self._console, Event(int(conversation), self._console.sequence, type, {"type": type}, self.boot))
         if channel is None or not channel.subscribers:
             return
         document = inline[0] if inline and inline[0] else self._stored_data(int(conversation), int(sequence))

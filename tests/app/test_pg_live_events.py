@@ -80,6 +80,29 @@ def test_events_published_on_one_worker_reach_a_stream_on_another_once_and_in_or
     assert [e.id for e in events] == ["pg:1", "pg:2", "pg:3", "pg:4"]
 
 
+def test_a_console_inbox_on_one_worker_hears_of_changes_made_on_another(db: Engine) -> None:
+    conversation = new_conversation(db)
+
+    async def scenario() -> list[Event]:
+        first, second = PostgresEventBroker(db), PostgresEventBroker(db)
+        await first.start()
+        await second.start()
+        try:
+            with second.subscribe_console() as inbox:
+                first.publish(conversation, "message.delta", {"text": "Hel"})  # tokens never reach the inbox
+                first.publish(conversation, "message.created", {"content": "Hello"})
+                first.publish(conversation, "conversation.status", {"status": "needs_human"})
+                return await received(inbox, 2)
+        finally:
+            await first.close()
+            await second.close()
+
+    events = asyncio.run(scenario())
+    assert [(e.conversation_id, e.type) for e in events] == [
+        (conversation, "message.created"), (conversation, "conversation.status"),
+    ]  # fmt: skip
+
+
 def test_a_stream_resumes_on_another_worker_from_its_last_event_id(db: Engine) -> None:
     conversation = new_conversation(db)
 
