@@ -17,19 +17,14 @@ from typing import Annotated
 import typer
 from typer.main import get_command
 
-from app.cli.common import EXIT_FAILURE, EXIT_OK, CommandError, Invocation
+from app.cli.common import EXIT_FAILURE, EXIT_OK, CommandError, Invocation, command_group
 from app.cli.customer import customer_commands
 from app.cli.database import migrate_command, seed_demo_command
 from app.cli.serve import serve_command
 
 DISTRIBUTION = "memdesk"
 
-cli = typer.Typer(
-    name="memdesk",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
+cli = command_group()
 cli.command("migrate")(migrate_command)
 cli.command("seed-demo")(seed_demo_command)
 cli.command("serve")(serve_command)

@@ -63,7 +63,7 @@ class Listener:
 
 
 def serve_command(host: HostOption = None, port: PortOption = None, database_url: DatabaseUrlOption = None) -> None:
-    """Run the support desk (and the embedded demo model when no LLM is configured)."""
+    """Run the support desk (and the demo model when no LLM is set)."""
     settings = load_settings(database_url)
     listener = Listener(host or settings.host, port or settings.port)
     with database_errors_explained():
