@@ -21,6 +21,7 @@ from app.cli.common import EXIT_FAILURE, EXIT_OK, CommandError, Invocation, comm
 from app.cli.customer import customer_commands
 from app.cli.database import migrate_command, seed_demo_command
 from app.cli.serve import serve_command
+from app.cli.sync import sync_command
 
 DISTRIBUTION = "memdesk"
 
@@ -28,6 +29,7 @@ cli = command_group()
 cli.command("migrate")(migrate_command)
 cli.command("seed-demo")(seed_demo_command)
 cli.command("serve")(serve_command)
+cli.command("sync")(sync_command)
 cli.add_typer(customer_commands, name="customer")
 
 
