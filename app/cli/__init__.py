@@ -1,10 +1,12 @@
-"""The ``memdesk`` command line (typer): ``migrate``, ``seed-demo``, ``serve`` and ``customer export|erase``.
+"""The ``memdesk`` command line (typer): ``migrate``, ``seed-demo``, ``serve``, ``sync``, ``customer export|erase``
+and ``memory migrate-store``.
 
-Each command lives in the module of its group (``database``, ``serve``, ``customer``) as a typed function; this
-module puts them together and runs them. Settings come from ``MEMDESK_*`` environment variables (or ``.env``), and
-every command that touches the database takes ``--database-url`` in place of ``MEMDESK_DATABASE_URL``.
-``main`` returns the exit code: 0 on success, 1 when a command fails (its message on standard error, after the
-command's name), 2 for a command line that does not parse.
+Each command lives in the module of its group (``database``, ``serve``, ``sync``, ``customer``, ``memory``) as a
+typed function; this module puts them together and runs them. Settings come from ``MEMDESK_*`` environment variables
+(or ``.env``), and every command that touches the database takes ``--database-url`` in place of
+``MEMDESK_DATABASE_URL``. ``main`` returns the exit code: 0 on success, 1 when a command fails (its message on
+standard error, after the command's name), 2 for a command line that does not parse; ``sync`` adds 75 while another
+sync runs.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typer.main import get_command
 from app.cli.common import EXIT_FAILURE, EXIT_OK, CommandError, Invocation, command_group
 from app.cli.customer import customer_commands
 from app.cli.database import migrate_command, seed_demo_command
+from app.cli.memory import memory_commands
 from app.cli.serve import serve_command
 from app.cli.sync import sync_command
 
@@ -31,6 +34,7 @@ cli.command("seed-demo")(seed_demo_command)
 cli.command("serve")(serve_command)
 cli.command("sync")(sync_command)
 cli.add_typer(customer_commands, name="customer")
+cli.add_typer(memory_commands, name="memory")
 
 
 def distribution_version() -> str:

@@ -8,6 +8,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+from dataclasses import replace
 from importlib.metadata import version
 from pathlib import Path
 
@@ -15,8 +16,12 @@ import httpx
 import pytest
 
 from app.cli import main
+from memory.conclusions import Conclusion, ConclusionKind, ConclusionSource
+from memory.config import VectorStoreKind
+from memory.store import CustomerMemory
 from tests.app.live_app import free_port
 from tests.app.serve_process import READY_TIMEOUT_S, REPOSITORY_ROOT, TEST_SECRET_KEY
+from tests.memory.conftest import hashing_options
 
 
 @pytest.fixture
@@ -36,7 +41,17 @@ def test_version_is_the_installed_distributions(capsys: pytest.CaptureFixture[st
     assert capsys.readouterr().out == f"memdesk {version('memdesk')}\n"
 
 
-COMMANDS = (["migrate"], ["seed-demo"], ["serve"], ["customer"], ["customer", "export"], ["customer", "erase"])
+COMMANDS = (
+    ["migrate"],
+    ["seed-demo"],
+    ["serve"],
+    ["sync"],
+    ["customer"],
+    ["customer", "export"],
+    ["customer", "erase"],
+    ["memory"],
+    ["memory", "migrate-store"],
+)
 
 
 def test_help_lists_every_command_and_shows_flags_without_a_value(capsys: pytest.CaptureFixture[str]) -> None:
@@ -67,6 +82,8 @@ def test_every_database_command_uses_database_url_instead_of_the_data_directory(
     assert main(["migrate", "--database-url", url]) == 0
     assert main(["seed-demo", "--database-url", url]) == 0
     capsys.readouterr()
+    assert main(["sync", "--dry-run", "--json", "--database-url", url]) == 0
+    assert json.loads(capsys.readouterr().out)["scanned"] == 0, "the seeded shop has no conversation to sync"
     assert main(["customer", "export", "demo-cust-0001", "--database-url", url]) == 0
     exported = json.loads(capsys.readouterr().out)
     assert exported["customer"]["external_id"] == "demo-cust-0001"
@@ -164,3 +181,51 @@ def test_invalid_settings_are_reported_with_the_setting_to_change(
 def test_an_unknown_customer_is_named(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["customer", "export", "demo-cust-9999"]) == 1
     assert "No customer 'demo-cust-9999'" in capsys.readouterr().err
+
+
+def test_memory_migrate_store_moves_a_qdrant_store_into_the_sqlite_store(
+    data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    qdrant = CustomerMemory(replace(hashing_options(data_dir), vector_store=VectorStoreKind.QDRANT))
+    try:
+        for customer in ("1", "2"):
+            qdrant.remember([Conclusion(customer, ConclusionKind.PREFERENCE, f"Customer {customer} prefers SMS",
+                                        ConclusionSource.COMPACTION)])  # fmt: skip
+        before = {customer: _listing(qdrant, customer) for customer in ("1", "2")}
+    finally:
+        qdrant.close()
+    collection = hashing_options(data_dir).collection
+
+    assert main(["memory", "migrate-store", "--from", "qdrant", "--to", "sqlite"]) == 0
+    output = capsys.readouterr().out
+    assert output.startswith("Copied the memories from qdrant to sqlite:\n")
+    assert f"  {collection}: 2 written, 0 already there\n" in output
+    assert main(["memory", "migrate-store", "--from", "qdrant"]) == 0, "the target defaults to the configured store"
+    assert f"  {collection}: 0 written, 2 already there\n" in capsys.readouterr().out
+
+    sqlite = CustomerMemory(hashing_options(data_dir))
+    try:
+        assert {customer: _listing(sqlite, customer) for customer in ("1", "2")} == before
+    finally:
+        sqlite.close()
+    assert main(["memory", "migrate-store", "--from", "sqlite", "--to", "sqlite"]) == 1
+    assert capsys.readouterr().err == (
+        "memdesk memory migrate-store: The source and the target are both sqlite; name two different stores.\n"
+    )
+
+
+def _listing(store: CustomerMemory, customer: str) -> set[tuple[str, str, str]]:
+    return {(item.id, item.text, item.status) for item in store.list(customer)}
+
+
+def test_memory_migrate_store_from_a_qdrant_store_in_use_says_to_stop_the_server(
+    data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    held = CustomerMemory(replace(hashing_options(data_dir), vector_store=VectorStoreKind.QDRANT))
+    try:
+        assert main(["memory", "migrate-store", "--from", "qdrant", "--to", "sqlite"]) == 1
+    finally:
+        held.close()
+    error = capsys.readouterr().err
+    assert error.startswith("memdesk memory migrate-store: another process holds the Qdrant store at ")
+    assert error.endswith("Stop memdesk serve on this data directory and run the command again.\n")
