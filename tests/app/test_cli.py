@@ -4,10 +4,12 @@ read as sentences saying what to do."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import replace
 from importlib.metadata import version
 from pathlib import Path
@@ -34,6 +36,19 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("MEMDESK_MEMORY_EMBEDDER", "hashing")
     monkeypatch.chdir(tmp_path)  # no stray .env
     return tmp_path / "data"
+
+
+@pytest.fixture(autouse=True)
+def logging_restored() -> Iterator[None]:
+    """``memdesk sync`` configures logging for its process; here that process is pytest's, and the handlers it
+    installs write to this test's captured standard error, closed after the test. Put back what was there."""
+    names = ("", "uvicorn", "uvicorn.error", "uvicorn.access", "py.warnings")
+    saved = {name: logging.getLogger(name) for name in names}
+    state = {name: (list(log.handlers), list(log.filters), log.level, log.propagate) for name, log in saved.items()}
+    yield
+    logging.captureWarnings(False)
+    for name, log in saved.items():
+        log.handlers, log.filters, log.level, log.propagate = state[name]
 
 
 def test_version_is_the_installed_distributions(capsys: pytest.CaptureFixture[str]) -> None:
