@@ -114,6 +114,8 @@ def logging_config(settings: Settings) -> dict[str, Any]:
 def configure_logging(settings: Settings) -> dict[str, Any]:
     config = logging_config(settings)
     logging.config.dictConfig(config)
+    # Python warnings (a library's UserWarning) become records too, so none bypasses the format and redaction.
+    logging.captureWarnings(True)
     return config
 
 

@@ -43,6 +43,7 @@ EMBEDDED_THREADS = "1"
 OPTIONAL_EXTRA_WARNINGS = {
     "mem0.vector_stores.qdrant": ("fastembed not installed",),
     "mem0.utils.spacy_models": ("spaCy is not installed",),
+    "mem0.memory.main": ("does not support keyword search",),  # the same BM25 scoring, said of memdesk's own store
 }
 
 

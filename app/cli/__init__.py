@@ -1,11 +1,12 @@
-"""The ``memdesk`` command line (typer): ``migrate``, ``seed-demo``, ``serve``, ``customer export|erase`` and
-``staff add|list|disable|enable|set-password``.
+"""The ``memdesk`` command line (typer): ``migrate``, ``seed-demo``, ``serve``, ``sync``, ``customer export|erase``,
+``memory migrate-store`` and ``staff add|list|disable|enable|set-password``.
 
-Each command lives in the module of its group (``database``, ``serve``, ``customer``) as a typed function; this
-module puts them together and runs them. Settings come from ``MEMDESK_*`` environment variables (or ``.env``), and
-every command that touches the database takes ``--database-url`` in place of ``MEMDESK_DATABASE_URL``.
-``main`` returns the exit code: 0 on success, 1 when a command fails (its message on standard error, after the
-command's name), 2 for a command line that does not parse.
+Each command lives in the module of its group (``database``, ``serve``, ``sync``, ``customer``, ``memory``,
+``staff``) as a typed function; this module puts them together and runs them. Settings come from ``MEMDESK_*``
+environment variables (or ``.env``), and every command that touches the database takes ``--database-url`` in place
+of ``MEMDESK_DATABASE_URL``. ``main`` returns the exit code: 0 on success, 1 when a command fails (its message on
+standard error, after the command's name), 2 for a command line that does not parse; ``sync`` adds 75 while another
+sync runs.
 """
 
 from __future__ import annotations
@@ -18,24 +19,23 @@ from typing import Annotated
 import typer
 from typer.main import get_command
 
-from app.cli.common import EXIT_FAILURE, EXIT_OK, CommandError, Invocation
+from app.cli.common import EXIT_FAILURE, EXIT_OK, CommandError, Invocation, command_group
 from app.cli.customer import customer_commands
 from app.cli.database import migrate_command, seed_demo_command
+from app.cli.memory import memory_commands
 from app.cli.serve import serve_command
 from app.cli.staff import staff_commands
+from app.cli.sync import sync_command
 
 DISTRIBUTION = "memdesk"
 
-cli = typer.Typer(
-    name="memdesk",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
+cli = command_group()
 cli.command("migrate")(migrate_command)
 cli.command("seed-demo")(seed_demo_command)
 cli.command("serve")(serve_command)
+cli.command("sync")(sync_command)
 cli.add_typer(customer_commands, name="customer")
+cli.add_typer(memory_commands, name="memory")
 cli.add_typer(staff_commands, name="staff")
 
 

@@ -35,6 +35,18 @@ DatabaseUrlOption = Annotated[
 ]
 
 
+def command_group() -> typer.Typer:
+    """A ``typer.Typer`` for ``memdesk`` or one of its groups, all written the same way.
+
+    Help and usage errors are click's plain text, not typer's rich panels: typer's panels show a ``<bool>`` type
+    beside every flag (``--version``, ``--yes``, ``--help``), which reads as if the flag took a value, and they
+    wrap error messages in a box that breaks them mid-sentence.
+    """
+    return typer.Typer(
+        no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None
+    )
+
+
 class CommandError(Exception):
     """A failure the user can act on; the message is one or more plain sentences."""
 

@@ -26,6 +26,7 @@ from app.cli.common import (
     CommandError,
     DatabaseUrlOption,
     Invocation,
+    command_group,
     database_errors_explained,
     load_settings,
     printable_url,
@@ -40,16 +41,18 @@ from memory.store import CustomerMemory
 CustomerArgument = Annotated[
     str,
     typer.Argument(
-        help="the customer's public id (cus_…), the shop's customer id, or the internal id", show_default=False
+        help="the customer's public id (cus_…), the shop's customer id, or the internal id",
+        metavar="CUSTOMER",
+        show_default=False,
     ),
 ]
 
-customer_commands = typer.Typer(no_args_is_help=True)
+customer_commands = command_group()
 
 
 @customer_commands.callback()
 def customer_group(context: typer.Context) -> None:
-    """Export or erase one customer's data (database rows and memories)."""
+    """Export or erase one customer's data: rows and memories."""
     Invocation.note_subcommand(context)
 
 

@@ -7,12 +7,16 @@ model child is stopped and the server's record removed. Without it, Python's def
 process on the spot and leave the child running on its port. A crash (an exception out of uvicorn, or uvicorn
 exiting because it cannot bind) takes the same ``finally``. Only ``kill -9`` skips it; the model's pid file lets the
 next start stop what it left behind (``app.local_model``).
+
+Output: every line ``serve`` writes, the banner included, is a log record in ``MEMDESK_LOG_FORMAT`` on standard error
+(``app.logs``), and uvicorn gets the same configuration, so a log collector reading JSON lines never meets a line it
+cannot parse.
 """
 
 from __future__ import annotations
 
+import logging
 import signal
-import sys
 from dataclasses import dataclass
 from types import FrameType
 from typing import Annotated
@@ -23,7 +27,10 @@ from app.cli.common import CommandError, DatabaseUrlOption, database_errors_expl
 from app.cli.running_server import forget_this_server, local_url, record_this_server
 from app.db import migrate
 from app.local_model import REAL_ENDPOINT_HINT, LocalModelError, LocalModelServer
+from app.logs import configure_logging, logging_config
 from app.settings import Settings
+
+logger = logging.getLogger(__name__)
 
 # Open event streams never end by themselves: past this, uvicorn closes them so a stop takes seconds, not forever.
 GRACEFUL_SHUTDOWN_S = 1
@@ -63,8 +70,9 @@ class Listener:
 
 
 def serve_command(host: HostOption = None, port: PortOption = None, database_url: DatabaseUrlOption = None) -> None:
-    """Run the support desk (and the embedded demo model when no LLM is configured)."""
+    """Run the support desk (and the demo model when no LLM is set)."""
     settings = load_settings(database_url)
+    configure_logging(settings)
     listener = Listener(host or settings.host, port or settings.port)
     with database_errors_explained():
         migrate(settings.resolved_database_url)
@@ -74,11 +82,11 @@ def serve_command(host: HostOption = None, port: PortOption = None, database_url
         local = _start_local_model(settings) if settings.uses_embedded_llm else None
         database = printable_url(settings.resolved_database_url)
         if not record_this_server(settings.data_dir, url=listener.url, database=database):
-            print(f"memdesk serve: another memdesk serve is running from {settings.data_dir}.", file=sys.stderr)
-        _print_banner(settings, listener, local)
+            logger.warning("Another memdesk serve is running from %s.", settings.data_dir)
+        _log_banner(settings, listener, local)
         _run_uvicorn(settings, listener)
     except StopRequested as stop:
-        print(f"memdesk serve: stopping ({stop}).", file=sys.stderr, flush=True)
+        logger.info("memdesk serve stopping (%s).", stop)
     finally:
         if local is not None:
             local.stop()
@@ -95,26 +103,28 @@ def _start_local_model(settings: Settings) -> LocalModelServer:
         log_path=settings.data_dir / LOCAL_MODEL_LOG,
         pid_path=settings.data_dir / LOCAL_MODEL_PID_FILE,
     )
-    print(f"Starting the embedded demo model on {local.base_url} …", flush=True)
+    logger.info("Starting the embedded demo model on %s …", local.base_url)
     try:
         return local.start()
     except LocalModelError as error:
         raise CommandError(str(error)) from error
 
 
-def _print_banner(settings: Settings, listener: Listener, local: LocalModelServer | None) -> None:
+def _log_banner(settings: Settings, listener: Listener, local: LocalModelServer | None) -> None:
     base = listener.url
-    print(f"\nmemdesk is running at {base}")
-    print(f"  demo shop:     {base}/demo   <- open this to chat through the widget")
-    print(f"  API docs:      {base}/docs")
-    print(f"  health:        {base}/healthz")
-    print(f"  widget API:    {base}/api/widget/")
-    print(f"  database:      {printable_url(settings.resolved_database_url)}")
+    lines = [
+        f"memdesk is running at {base}",
+        f"  demo shop:     {base}/demo   <- open this to chat through the widget",
+        f"  API docs:      {base}/docs",
+        f"  health:        {base}/healthz",
+        f"  widget API:    {base}/api/widget/",
+        f"  database:      {printable_url(settings.resolved_database_url)}",
+    ]
     if local is not None:
-        print(f"  LLM:           embedded SmolLM2-135M-Instruct at {local.base_url}\n\n{REAL_ENDPOINT_HINT}\n")
+        lines += [f"  LLM:           embedded SmolLM2-135M-Instruct at {local.base_url}", "", REAL_ENDPOINT_HINT]
     else:
-        print(f"  LLM:           {settings.chat_model} at {settings.llm_base_url}\n")
-    sys.stdout.flush()
+        lines.append(f"  LLM:           {settings.chat_model} at {settings.llm_base_url}")
+    logger.info("\n".join(lines))
 
 
 def _run_uvicorn(settings: Settings, listener: Listener) -> None:
@@ -127,7 +137,7 @@ def _run_uvicorn(settings: Settings, listener: Listener) -> None:
         create_app(settings),
         host=listener.host,
         port=listener.port,
-        log_level="info",
+        log_config=logging_config(settings),
         access_log=settings.access_log,
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
         **UVICORN_LIMITS,

@@ -16,16 +16,25 @@ from typing import Annotated, TypeVar
 import typer
 from sqlmodel import Session
 
-from app.cli.common import CommandError, DatabaseUrlOption, Invocation, database_errors_explained, load_settings
+from app.cli.common import (
+    CommandError,
+    DatabaseUrlOption,
+    Invocation,
+    command_group,
+    database_errors_explained,
+    load_settings,
+)
 from app.console import staff as accounts
 from app.db import create_db_engine, migrate
 from app.models import AgentRole
 
 T = TypeVar("T")
 
-EmailArgument = Annotated[str, typer.Argument(help="the staff member's email address", show_default=False)]
+EmailArgument = Annotated[
+    str, typer.Argument(help="the staff member's email address", metavar="EMAIL", show_default=False)
+]
 
-staff_commands = typer.Typer(no_args_is_help=True)
+staff_commands = command_group()
 
 
 @staff_commands.callback()
@@ -71,7 +80,10 @@ def add_command(
     role: Annotated[AgentRole, typer.Option("--role", help="what the member may do")] = AgentRole.AGENT,
     database_url: DatabaseUrlOption = None,
 ) -> None:
-    """Add a staff member (the password is asked for, or read from MEMDESK_STAFF_PASSWORD)."""
+    """Add a staff member.
+
+    The password is asked for, or read from MEMDESK_STAFF_PASSWORD when there is no terminal.
+    """
     password = _password()
     agent = _run(
         database_url,
@@ -82,7 +94,10 @@ def add_command(
 
 @staff_commands.command("list")
 def list_command(database_url: DatabaseUrlOption = None) -> None:
-    """List staff members: email, name, role, and whether they can sign in."""
+    """List staff members.
+
+    Each with their email, name, role, and whether they can sign in.
+    """
     members = _run(database_url, lambda session: [(m.email, m.name, m.role.value, m.active) for m in
                                                   accounts.list_staff(session)])  # fmt: skip
     if not members:
@@ -95,7 +110,10 @@ def list_command(database_url: DatabaseUrlOption = None) -> None:
 
 @staff_commands.command("disable")
 def disable_command(email: EmailArgument, database_url: DatabaseUrlOption = None) -> None:
-    """Stop a staff member from signing in; their open sessions end at once."""
+    """Stop a staff member from signing in.
+
+    Their open sessions end at once.
+    """
     agent = _run(database_url, lambda session: accounts.disable_staff(session, email))
     print(f"Disabled {agent.email}; their console sessions have ended.")
 
@@ -109,7 +127,10 @@ def enable_command(email: EmailArgument, database_url: DatabaseUrlOption = None)
 
 @staff_commands.command("set-password")
 def set_password_command(email: EmailArgument, database_url: DatabaseUrlOption = None) -> None:
-    """Set a new password (asked for, or read from MEMDESK_STAFF_PASSWORD); open sessions end."""
+    """Set a new password for a staff member.
+
+    The password is asked for, or read from MEMDESK_STAFF_PASSWORD; their open sessions end.
+    """
     password = _password()
     agent = _run(database_url, lambda session: accounts.set_password(session, email, password))
     print(f"Set a new password for {agent.email}; their console sessions have ended.")

@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
@@ -31,6 +32,7 @@ from app.models import (
 from memory.conclusions import Conclusion as MemoryConclusion
 from memory.conclusions import ConclusionKind as MemoryKind
 from memory.conclusions import ConclusionSource as MemorySource
+from memory.config import VectorStoreKind
 from memory.store import CustomerMemory
 from tests.app.serve_process import REPOSITORY_ROOT, ServeProcess, start_serve
 from tests.memory.conftest import hashing_options
@@ -154,22 +156,28 @@ def test_erase_removes_the_customer_everywhere_and_leaves_others_alone(
     assert main(["customer", "export", str(jane)]) == 1
 
 
-def test_the_cli_explains_a_memory_store_held_by_a_process_that_is_not_a_server(
-    data_dir: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_export_works_while_another_process_has_the_embedded_memory_store_open(data_dir: Path) -> None:
     jane, _ = _populate(data_dir)
-    store = CustomerMemory(hashing_options(data_dir))
+    store = CustomerMemory(hashing_options(data_dir))  # the SQLite store admits several processes
     try:
-        result = subprocess.run(
-            [sys.executable, "-m", "app.cli", "customer", "export", str(jane)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        result = _cli(data_dir, "customer", "export", str(jane))
+    finally:
+        store.close()
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == "", "no warning about the optional extras memdesk does without"
+    memories = [item["text"] for item in json.loads(result.stdout)["memories"]]
+    assert memories == ["Jane prefers SMS after 6 pm"]
+
+
+def test_the_cli_explains_a_qdrant_memory_store_held_by_a_process_that_is_not_a_server(data_dir: Path) -> None:
+    jane, _ = _populate(data_dir)
+    store = CustomerMemory(replace(hashing_options(data_dir), vector_store=VectorStoreKind.QDRANT))
+    try:
+        result = _cli(data_dir, "customer", "export", str(jane), MEMDESK_MEMORY_STORE="qdrant")
     finally:
         store.close()
     assert result.returncode == 1
-    assert result.stderr.startswith("memdesk customer export: Another process already owns the embedded memory store")
+    assert result.stderr.startswith("memdesk customer export: Another process already owns the embedded Qdrant store")
     assert f"No memdesk server is recorded as running from {data_dir}" in result.stderr
 
 
@@ -265,10 +273,14 @@ def test_without_the_admin_token_the_cli_says_how_to_reach_the_running_server(
 def test_a_command_for_another_database_is_not_sent_to_the_running_server(
     running_server: tuple[ServeProcess, Path, int, int], tmp_path: Path
 ) -> None:
-    served, data_dir, jane, _ = running_server
+    _, data_dir, jane, _ = running_server
     elsewhere = f"sqlite:///{tmp_path / 'elsewhere.db'}"
     result = _cli(
         data_dir, "customer", "export", str(jane), "--database-url", elsewhere, MEMDESK_ADMIN_TOKEN=ADMIN_TOKEN
     )
+    # Run here, on the other database, which has no such customer; the server would have found Jane.
     assert result.returncode == 1
-    assert f"memdesk serve (pid {served.process.pid}, {served.url}) holds it, but on the database" in result.stderr
+    assert (
+        result.stderr.strip().splitlines()[-1] == f"memdesk customer export: No customer '{jane}': give their "
+        "public id (cus_…) or the shop's customer id."
+    )
