@@ -174,7 +174,7 @@ def test_erasure_while_the_memory_store_is_stuck_answers_503_and_changes_nothing
         _chat(live, client, conversation_id, ["hello"])
         admin = live.client("admin-token-for-tests-0123456789")
         store = live.services.memory.store  # type: ignore[union-attr]
-        stuck = store._store_lock  # what a call hung inside the embedded store holds
+        stuck = store._sequences._thread_lock  # what a call hung inside the embedded store's erasure holds
         stuck.acquire()
         try:
             busy = admin.delete(f"/api/admin/customers/{customer_ref}", timeout=30)
