@@ -6,8 +6,9 @@ Lifecycle of a turn (see DESIGN.md, "One turn"):
    turn runs, further messages only mark the conversation as pending: one more turn answers them together, so a
    burst gets one reply. A short debounce (``reply_debounce_s``) lets a burst finish before the first turn starts.
 2. A turn does nothing when a human has taken over (status ``human``) or the conversation is closed.
-3. The context is rebuilt from the transcript (``app.conversation_context``) with a fresh system prompt that holds
-   the memory section (the ``MemorySection`` hook: recall from long-term memory).
+3. The recall from long-term memory (the ``MemorySection`` hook) starts with the newest customer message of the
+   burst as its query, and runs on the memory workers while the context is rebuilt from the transcript
+   (``app.conversation_context``); the memory section goes in the per-turn context sent last.
 4. Preflight compression on the local estimate; then up to ``MAX_TOOL_ROUNDS`` LLM calls, streamed to the live
    events, each tool call executed and every message persisted as it happens.
 5. After each response the engine sees the real usage; when it asks for it, the context is compacted and the
@@ -61,9 +62,7 @@ from app.turn_context import (
     uncompacted_context,
 )
 from app.turn_recovery import SILENT_STATUSES, awaits_reply
-from compression import (
-    ContextEngine,
-)
+from compression import ContextEngine
 from compression.messages import ChatMessage
 
 logger = logging.getLogger(__name__)
@@ -88,6 +87,8 @@ MemorySection = Callable[[int, str], Awaitable[str]]
 class _ConversationState:
     running: bool = False
     pending: bool = False
+    # The newest customer message of the burst being answered: the next turn's recall query, known without a query.
+    latest_customer_text: str | None = None
 
 
 def message_event(message: Message, conversation: Conversation, *, agent_name: str | None = None) -> dict[str, Any]:
@@ -139,11 +140,13 @@ class AgentService:
         session.commit()
         self.broker.publish(conversation.id, "message.created", message_event(message, conversation))
         if conversation.status not in SILENT_STATUSES:
-            self.schedule_turn(conversation.id)
+            self.schedule_turn(conversation.id, latest_text=text)
         return message
 
-    def schedule_turn(self, conversation_id: int, *, recovering: bool = False) -> None:
+    def schedule_turn(self, conversation_id: int, *, recovering: bool = False, latest_text: str | None = None) -> None:
         state = self._states.setdefault(conversation_id, _ConversationState())
+        if latest_text is not None:
+            state.latest_customer_text = latest_text
         if state.running:
             state.pending = True
             return
@@ -235,11 +238,17 @@ class AgentService:
     async def _reply(self, session: Session, conversation: Conversation, customer: Customer) -> None:
         assert conversation.id is not None and customer.id is not None
         engine = self.engines.get(conversation.id)
-        system_prompt, turn_context = await self._system_prompt(session, conversation, customer)
-        context = aged_context(
-            engine, load_context(session, conversation.id, system_prompt), conversation.id, self.metrics
-        )
-        session.commit()
+        state = self._states.get(conversation.id)
+        recall = await self._start_recall(customer.id, state.latest_customer_text if state else None)
+        try:
+            loaded = load_context(session, conversation.id, self._instructions(customer))
+            context = aged_context(engine, loaded, conversation.id, self.metrics)
+            session.commit()
+        except BaseException:
+            if recall is not None:
+                recall.cancel()
+            raise
+        turn_context = self._turn_context(await self._recalled(recall, customer.id, context))
         if engine.should_compress_preflight(context):
             context = await self._compact(session, conversation.id, customer.id, engine, context)
         for _ in range(MAX_TOOL_ROUNDS):
@@ -438,38 +447,38 @@ class AgentService:
             session.commit()
             self.broker.publish(conversation_id, "conversation.status", {"status": conversation.status.value})
 
-    async def _system_prompt(self, session: Session, conversation: Conversation, customer: Customer) -> tuple[str, str]:
-        """(instructions, turn context): the first never changes within a conversation, the second (time and
-        memory recall) changes every turn and goes at the end of each request."""
-        memory = ""
-        if self.memory_section is not None and customer.id is not None:
-            latest = self._latest_customer_text(session, conversation)
-            session.commit()
-            try:
-                memory = await self.memory_section(customer.id, latest)
-            except Exception:  # memory degrades the reply; it never blocks it
-                logger.exception("Memory recall failed for customer %s", customer.id)
-        template = self.prompts.get_template(SYSTEM_PROMPT_TEMPLATE)
-        instructions = template.render(
+    async def _start_recall(self, customer_id: int, query: str | None) -> asyncio.Future[str] | None:
+        """This turn's recall, started to run while the context loads; None when there is no query yet (recovery)."""
+        if self.memory_section is None or query is None:
+            return None
+        recall = asyncio.ensure_future(self.memory_section(customer_id, query))
+        await asyncio.sleep(0)  # the task hands its call to a memory worker before the context loads on this thread
+        return recall
+
+    async def _recalled(self, recall: Awaitable[str] | None, customer_id: int, context: list[ChatMessage]) -> str:
+        """This turn's memory section; empty when memory is off or fails (it degrades a reply, never blocks it)."""
+        if self.memory_section is None:
+            return ""
+        try:
+            return await (recall or self.memory_section(customer_id, _latest_customer_text(context)))
+        except Exception:
+            logger.exception("Memory recall failed for customer %s", customer_id)
+            return ""
+
+    def _instructions(self, customer: Customer) -> str:
+        # The system prompt's instructions never change within a conversation: a stable prompt prefix.
+        return self.prompts.get_template(SYSTEM_PROMPT_TEMPLATE).render(
             part="instructions",
             shop_name=self.settings.shop_name,
             customer_name=customer.name,
             customer_verified=customer.external_id is not None,
         )
-        turn_context = template.render(
+
+    def _turn_context(self, memory: str) -> str:
+        # Time and memory recall change every turn: they go at the end of each request.
+        return self.prompts.get_template(SYSTEM_PROMPT_TEMPLATE).render(
             part="turn_context", now=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC (%A)"), memory=memory
         )
-        return instructions, turn_context
-
-    @staticmethod
-    def _latest_customer_text(session: Session, conversation: Conversation) -> str:
-        statement = (
-            select(Message.content)
-            .where(Message.conversation_id == conversation.id, Message.role == MessageRole.USER)
-            .order_by(col(Message.id).desc())
-            .limit(1)
-        )
-        return session.exec(statement).first() or ""
 
     def forget_conversations(self, conversation_ids: Sequence[int]) -> None:
         """Drop the context engines and scheduling state of erased conversations (a running turn finds the
@@ -477,3 +486,12 @@ class AgentService:
         self.engines.forget(conversation_ids)
         for conversation_id in conversation_ids:
             self._states.pop(conversation_id, None)
+
+
+def _latest_customer_text(context: Sequence[ChatMessage]) -> str:
+    """The newest customer message in the loaded context (the recall query when the turn was not told it)."""
+    for message in reversed(context):
+        content = message.get("content")
+        if message.get("role") == "user" and isinstance(content, str):
+            return content
+    return ""

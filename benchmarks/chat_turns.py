@@ -9,6 +9,12 @@ from sending the customer's message to receiving the bot's reply event, so the f
 HTTP, persistence, context building, the streamed LLM call, tool-free reply handling and live events. It runs
 twice: with long-term memory off (the chat core alone) and on (the default: a recall, with the local embedder, on
 every turn); the top-level figures are the memory-off run at two concurrent sessions.
+
+With memory on, the embedded store first gets ``--preload-memories`` memories (10k by default) spread over
+``PRELOAD_CUSTOMERS`` customers, the ones the sessions' customers get (memory ids "1", "2", ...: a fresh database
+numbers its customers from 1), so every recall searches a customer's own memories in a store of that size. They are
+written by a process of their own before the server starts, straight into Mem0's vector store with Mem0's payload
+layout (``benchmarks.memory_data``), their vectors from the same local embedder the server uses.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +44,10 @@ TURNS_PER_RUN = 480
 WARMUP_TURNS = 2
 REPLY_TIMEOUT_S = 15.0
 STARTUP_TIMEOUT_S = 30.0
+PRELOAD_MEMORIES = 10_000
+PRELOAD_CUSTOMERS = 1_000
+PRELOAD_BATCH = 256
+PRELOAD_TIMEOUT_S = 1_800
 REPLY_TEXT = "Thanks for your message. Your order is on its way and should arrive within two business days."
 
 
@@ -54,6 +65,68 @@ def _run_scripted_server(port: int) -> None:
     server.start()
     while True:
         time.sleep(3600)
+
+
+def _server_env(data_dir: str, llm_port: int, *, memory: bool) -> dict[str, str]:
+    return {
+        **os.environ,
+        "MEMDESK_ENVIRONMENT": "test",
+        "MEMDESK_DATA_DIR": data_dir,
+        "MEMDESK_LLM_BASE_URL": f"http://127.0.0.1:{llm_port}/v1",
+        "MEMDESK_CHAT_MODEL": "bench-chat",
+        "MEMDESK_REPLY_DEBOUNCE_S": "0",
+        "MEMDESK_ACCESS_LOG": "false",
+        "MEMDESK_VISITOR_MESSAGES_PER_MINUTE": "100000",
+        "MEMDESK_SECRET_KEY": "benchmark-secret-key-0123456789abcdef",
+        "MEMDESK_MEMORY_ENABLED": "true" if memory else "false",
+    }
+
+
+def preload_memories(count: int) -> dict[str, Any]:
+    """Write ``count`` memories into the store the server configured by this process's environment will open."""
+    from dataclasses import replace
+    from datetime import UTC, date, datetime
+
+    from app.memory_outbox import memory_customer_id
+    from app.services import memory_options
+    from app.settings import Settings
+    from benchmarks.memory_data import SEED, draw, mem0_payload
+    from memory.store import CustomerMemory
+
+    started = time.perf_counter()
+    store = CustomerMemory(memory_options(Settings()))
+    try:
+        vector_store, embedder = store._mem0.vector_store, store._mem0.embedding_model  # beneath the facade on purpose
+        today = date.today()
+        for first in range(0, count, PRELOAD_BATCH):
+            indices = range(first, min(first + PRELOAD_BATCH, count))
+            conclusions = [
+                replace(
+                    draw(f"{SEED}:chat-turns", index, 0, today=today).conclusion,
+                    customer_id=memory_customer_id(index % PRELOAD_CUSTOMERS + 1),
+                )
+                for index in indices
+            ]
+            created_at = datetime.now(UTC).isoformat()
+            vector_store.insert(
+                vectors=embedder.embed_batch([conclusion.text for conclusion in conclusions], "add"),
+                payloads=[mem0_payload(conclusion, created_at=created_at) for conclusion in conclusions],
+                ids=[str(uuid.uuid5(uuid.NAMESPACE_URL, f"memdesk-chat-turns:{index}")) for index in indices],
+            )
+        first_customer = len(store.list(memory_customer_id(1)))
+    finally:
+        store.close()
+    seconds = round(time.perf_counter() - started, 1)
+    return {"memories": count, "customers": PRELOAD_CUSTOMERS, "first_customer_memories": first_customer,
+            "seconds": seconds}  # fmt: skip
+
+
+def _preload(env: dict[str, str], count: int) -> dict[str, Any]:
+    command = [sys.executable, "-m", "benchmarks.chat_turns", "--preload-worker", str(count)]
+    done = subprocess.run(command, env={**env, "OMP_NUM_THREADS": "1"}, stdout=subprocess.PIPE, text=True,
+                          timeout=PRELOAD_TIMEOUT_S, check=True)  # fmt: skip
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -143,26 +216,23 @@ async def _drive(base_url: str, sessions: int, turns: int) -> dict[str, Any]:
     }
 
 
-def run(sweep: tuple[int, ...] = SWEEP, turns_per_run: int = TURNS_PER_RUN, *, memory: bool = False) -> dict[str, Any]:
+def run(
+    sweep: tuple[int, ...] = SWEEP,
+    turns_per_run: int = TURNS_PER_RUN,
+    *,
+    memory: bool = False,
+    preload: int = PRELOAD_MEMORIES,
+) -> dict[str, Any]:
     """One memdesk server; a run per concurrency level, each with about ``turns_per_run`` turns. ``memory`` switches
-    long-term memory on (the default local MiniLM embedder and the embedded Qdrant store, recall on every turn)."""
+    long-term memory on (the default local MiniLM embedder and embedded store, recall on every turn), with
+    ``preload`` memories in the store."""
     llm_port, app_port = _free_port(), _free_port()
     llm = multiprocessing.get_context("spawn").Process(target=_run_scripted_server, args=(llm_port,), daemon=True)
     llm.start()
     runs = []
     with tempfile.TemporaryDirectory() as data_dir:
-        env = {
-            **os.environ,
-            "MEMDESK_ENVIRONMENT": "test",
-            "MEMDESK_DATA_DIR": data_dir,
-            "MEMDESK_LLM_BASE_URL": f"http://127.0.0.1:{llm_port}/v1",
-            "MEMDESK_CHAT_MODEL": "bench-chat",
-            "MEMDESK_REPLY_DEBOUNCE_S": "0",
-            "MEMDESK_ACCESS_LOG": "false",
-            "MEMDESK_VISITOR_MESSAGES_PER_MINUTE": "100000",
-            "MEMDESK_SECRET_KEY": "benchmark-secret-key-0123456789abcdef",
-            "MEMDESK_MEMORY_ENABLED": "true" if memory else "false",
-        }
+        env = _server_env(data_dir, llm_port, memory=memory)
+        preloaded = _preload(env, preload) if memory and preload > 0 else None
         command = [sys.executable, "-m", "app.cli", "serve", "--port", str(app_port)]
         if os.environ.get("MEMDESK_BENCH_PROFILE"):
             command = ["py-spy", "record", "-o", os.environ["MEMDESK_BENCH_PROFILE"], "-f", "raw", "--", *command]
@@ -195,7 +265,8 @@ def run(sweep: tuple[int, ...] = SWEEP, turns_per_run: int = TURNS_PER_RUN, *, m
         **{key: headline[key] for key in ("sessions", "turns_per_s", "p50_ms", "p95_ms", "errors")},
         "errors": sum(r["errors"] for r in runs),
         "sweep": runs,
-        "memory": "on: local MiniLM embedder, embedded Qdrant, recall every turn" if memory else "off",
+        "memory": "on: local MiniLM embedder, embedded SQLite store, recall every turn" if memory else "off",
+        **({"preloaded": preloaded} if memory else {}),
         "llm": "scripted OpenAI-compatible server in its own process, instant streamed replies",
     }
 
@@ -206,13 +277,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sessions", type=int, nargs="+", default=list(SWEEP), help="concurrency levels to run")
     parser.add_argument("--turns", type=int, default=TURNS_PER_RUN, help="turns per concurrency level")
     parser.add_argument("--memory", choices=("off", "on", "both"), default="both", help="long-term memory recall")
+    parser.add_argument("--preload-memories", type=int, default=PRELOAD_MEMORIES, help="memories in the store (on)")
+    parser.add_argument("--preload-worker", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.preload_worker is not None:
+        print(json.dumps(preload_memories(args.preload_worker)))
+        return 0
     modes = {"off": [False], "on": [True], "both": [False, True]}[args.memory]
     results = {
-        ("memory_on" if mode else "memory_off"): run(tuple(args.sessions), args.turns, memory=mode) for mode in modes
+        ("memory_on" if mode else "memory_off"): run(
+            tuple(args.sessions), args.turns, memory=mode, preload=args.preload_memories
+        )
+        for mode in modes
     }
     first = next(iter(results.values()))
     result = {**{key: first[key] for key in ("sessions", "turns_per_s", "p50_ms", "p95_ms", "errors")}, **results}
+    if len(results) == 2:
+        result["memory_on_vs_off"] = round(
+            results["memory_on"]["turns_per_s"] / results["memory_off"]["turns_per_s"], 3
+        )
+    result["load_average_at_end"] = os.getloadavg()  # other work on the machine moves every figure
     print(json.dumps(result) if args.json else json.dumps(result, indent=2))
     return 0
 
