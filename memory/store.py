@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import builtins
 import logging
-import re
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -55,6 +54,7 @@ from memory.errors import (
     MemoryStoreBusyError,
     MemoryStoreLockedError,
 )
+from memory.items import as_item, check_customer_id, human_mark
 from memory.locks import SequenceLock, SerializedClient, held
 from memory.query_cache import CachingEmbedder, QueryEmbeddingCache
 
@@ -68,7 +68,6 @@ __all__ = [
     "check_customer_id",
 ]
 
-CUSTOMER_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 RECALL_LIMIT = 8
 MAX_RECALL_LIMIT = 50
 LIST_LIMIT = 10_000
@@ -84,52 +83,6 @@ EMBEDDING_REQUEST_TIMEOUT_S = 5.0
 EMBEDDING_MAX_RETRIES = 1
 
 logger = logging.getLogger(__name__)
-
-
-def check_customer_id(customer_id: str) -> str:
-    if not isinstance(customer_id, str) or not CUSTOMER_ID_PATTERN.fullmatch(customer_id):
-        raise InvalidCustomerIdError(
-            f"Invalid customer id {customer_id!r}: use 1-64 letters, digits, '-' or '_', starting with a letter "
-            "or digit (no wildcards)."
-        )
-    return customer_id
-
-
-def _as_date(value: Any) -> date | None:
-    if isinstance(value, str) and value:
-        try:
-            return date.fromisoformat(value[:10])
-        except ValueError:
-            return None
-    return None
-
-
-def _human_mark(editor: str) -> dict[str, Any]:
-    """The metadata that locks a memory a human wrote or confirmed."""
-    return {"locked": True, "edited_by": editor, "edited_at": datetime.now(UTC).isoformat()}
-
-
-def _item(raw: dict[str, Any], customer_id: str, history: Sequence[dict[str, Any]] = ()) -> MemoryItem:
-    metadata = dict(raw.get("metadata") or {})
-    return MemoryItem(
-        id=str(raw["id"]),
-        customer_id=customer_id,
-        text=str(raw.get("memory") or ""),
-        kind=metadata.get("kind"),
-        status=str(metadata.get("status") or MemoryStatus.ACTIVE.value),
-        locked=bool(metadata.get("locked")),
-        due_date=_as_date(metadata.get("due_date")),
-        identifiers=tuple(metadata.get("identifiers") or ()),
-        source=metadata.get("source"),
-        conversation_id=metadata.get("conversation_id"),
-        content_hash=metadata.get("content_hash"),
-        superseded_by=metadata.get("superseded_by"),
-        created_at=raw.get("created_at"),
-        updated_at=raw.get("updated_at"),
-        score=raw.get("score"),
-        metadata=metadata,
-        history=tuple(history),
-    )
 
 
 class CustomerMemory:
@@ -254,7 +207,7 @@ class CustomerMemory:
                 filters={"user_id": customer_id, "status": MemoryStatus.ACTIVE.value},
                 threshold=SEARCH_THRESHOLD,
             )
-        items = [_item(raw, customer_id) for raw in found.get("results", []) if raw.get("user_id") == customer_id]
+        items = [as_item(raw, customer_id) for raw in found.get("results", []) if raw.get("user_id") == customer_id]
         return [item for item in items if item.active][:top_k]
 
     def active_promises(self, customer_id: str) -> builtins.list[MemoryItem]:
@@ -270,7 +223,7 @@ class CustomerMemory:
     def _all(self, customer_id: str, **filters: Any) -> builtins.list[MemoryItem]:
         check_customer_id(customer_id)
         found = self._mem0.get_all(filters={"user_id": customer_id, **filters}, top_k=LIST_LIMIT)
-        return [_item(raw, customer_id) for raw in found.get("results", []) if raw.get("user_id") == customer_id]
+        return [as_item(raw, customer_id) for raw in found.get("results", []) if raw.get("user_id") == customer_id]
 
     def _owned(self, customer_id: str, memory_id: str) -> dict[str, Any]:
         check_customer_id(customer_id)
@@ -285,7 +238,7 @@ class CustomerMemory:
         return dict(raw)
 
     def get(self, customer_id: str, memory_id: str) -> MemoryItem:
-        return _item(self._owned(customer_id, memory_id), customer_id)
+        return as_item(self._owned(customer_id, memory_id), customer_id)
 
     # -- writing ----------------------------------------------------------------------------------------------
     def remember(self, conclusions: Sequence[Conclusion]) -> builtins.list[str]:
@@ -391,7 +344,7 @@ class CustomerMemory:
         with self._serialized():
             self._owned(customer_id, memory_id)
             edited = {
-                **_human_mark(editor),
+                **human_mark(editor),
                 "due_date": due_date.isoformat() if due_date else None,
                 "expires_on": expiration_date.isoformat() if expiration_date else None,
             }
@@ -401,14 +354,14 @@ class CustomerMemory:
                 metadata=edited,
                 expiration_date=expiration_date.isoformat() if expiration_date else None,
             )
-            return _item(self._owned(customer_id, memory_id), customer_id)
+            return as_item(self._owned(customer_id, memory_id), customer_id)
 
     def lock(self, customer_id: str, memory_id: str, *, editor: str) -> MemoryItem:
         """Lock a memory as it is: a human confirmed it, so no automatic write may supersede it."""
         with self._serialized():
             self._owned(customer_id, memory_id)
-            self._mem0.update(memory_id, metadata=_human_mark(editor))
-            return _item(self._owned(customer_id, memory_id), customer_id)
+            self._mem0.update(memory_id, metadata=human_mark(editor))
+            return as_item(self._owned(customer_id, memory_id), customer_id)
 
     def add_locked(self, conclusion: Conclusion, *, editor: str, expiration_date: date | None = None) -> MemoryItem:
         """A memory a human wrote: stored locked, superseding the automatic memories of the same decision (a locked
@@ -416,7 +369,7 @@ class CustomerMemory:
         customer_id = check_customer_id(conclusion.customer_id)
         metadata = {
             **conclusion.metadata(),
-            **_human_mark(editor),
+            **human_mark(editor),
             "expires_on": expiration_date.isoformat() if expiration_date else None,
         }
         with self._serialized():
@@ -433,7 +386,7 @@ class CustomerMemory:
                 raise CustomerMemoryError("Mem0 stored nothing for the memory a person added.")
             memory_id = str(results[0]["id"])
             self._supersede(conclusion, memory_id, known, new_is_locked=True)
-            return _item(self._owned(customer_id, memory_id), customer_id)
+            return as_item(self._owned(customer_id, memory_id), customer_id)
 
     def delete(self, customer_id: str, memory_id: str) -> None:
         with self._serialized():
@@ -456,7 +409,7 @@ class CustomerMemory:
             filters = {"user_id": customer_id, "kind": ConclusionKind.PROMISE.value}
             found = self._mem0.get_all(filters=filters, top_k=LIST_LIMIT, show_expired=True)
             for raw in found.get("results", []):
-                item = _item(raw, customer_id)
+                item = as_item(raw, customer_id)
                 if raw.get("user_id") != customer_id or not item.active or item.locked:
                     continue
                 if item.due_date is not None and item.due_date < last_due:
@@ -483,7 +436,7 @@ class CustomerMemory:
         with self._serialized():
             found = self._mem0.get_all(filters={"user_id": customer_id}, top_k=LIST_LIMIT, show_expired=True)
             raws = [raw for raw in found.get("results", []) if raw.get("user_id") == customer_id]
-            return [_item(raw, customer_id, self._mem0.history(str(raw["id"]))) for raw in raws]
+            return [as_item(raw, customer_id, self._mem0.history(str(raw["id"]))) for raw in raws]
 
     def forget_customer(self, customer_id: str) -> int:
         """Delete every memory of the customer, and Mem0's history rows about them; returns how many memories."""
