@@ -50,6 +50,7 @@ from app.models import (
     MessagePublic,
     MessageRole,
 )
+from app.prefetch import TurnPreparation
 from app.settings import Settings
 from app.tools import ToolContext, ToolRegistry
 from app.turn_context import (
@@ -125,6 +126,9 @@ class AgentService:
         self.engines = ContextEngines(engine_factory or (lambda: default_compressor(gateway, settings)))
         self._states: dict[int, _ConversationState] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self.preparation = TurnPreparation(
+            tools=tools, settings=settings, metrics=self.metrics, persist=self._persist, publish=broker.publish
+        )
 
     # -- scheduling ----------------------------------------------------------------------------------------------
     def accept_customer_message(self, session: Session, conversation: Conversation, text: str) -> Message:
@@ -240,6 +244,11 @@ class AgentService:
             engine, load_context(session, conversation.id, system_prompt), conversation.id, self.metrics
         )
         session.commit()
+        # Handoff on request, cut replies out, lookups prefetched: see app.prefetch.
+        prepared = await self.preparation.prepare(session, conversation, customer, context)
+        if prepared.answered:
+            return
+        context = prepared.context
         if engine.should_compress_preflight(context):
             context = await self._compact(session, conversation.id, customer.id, engine, context)
         for _ in range(MAX_TOOL_ROUNDS):
@@ -263,6 +272,8 @@ class AgentService:
                 ),
             )
             assert assistant.id is not None
+            if response.cut is not None:
+                self.preparation.note_cut(session, assistant, response.cut)
             context.append({**response.to_message(), "id": assistant.id})
             if not response.tool_calls:
                 if engine.should_compress():
@@ -308,7 +319,7 @@ class AgentService:
                 tools=self.tools.openai_specs(),
                 stream=True,
                 on_delta=on_delta,
-                max_tokens=self.settings.max_reply_tokens,
+                max_tokens=self.settings.reply_token_cap,
             )
         except LLMError as error:
             raise TurnFailure(f"LLM call failed: {error}", request_id=error.request_id) from error
