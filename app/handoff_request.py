@@ -49,6 +49,8 @@ PERSON_WORDS_DE: Final = (
     "echten menschen",
     "echter mensch",
     "person",
+    "einer person",
+    "einem menschen",
     "echte person",
     "echten person",
     "mitarbeiter",

@@ -20,6 +20,8 @@ from app.handoff_request import asks_for_person
         ("I want a real person, not a bot", "en"),
         ("Let me talk to a person", "en"),
         ("Mensch bitte", "de"),
+        ("Ich möchte bitte mit einer Person sprechen.", "de"),
+        ("I'd like to talk to a person, please.", "en"),
         ("Ich möchte mit einem Mitarbeiter sprechen", "de"),
         ("Kann ich mit jemandem reden?", "de"),
         ("Ich will einen echten Menschen", "de"),
