@@ -12,7 +12,8 @@ customer's latest message has nothing after it (a recovered or repeated turn doe
    verified customer asks about "my order" and has exactly one recent order, ``get_order`` runs through the tool
    registry; a help-centre question whose best article wins clearly gets ``search_help_articles``. Each lookup is
    stored and added to the context as a tool call and its result, so the model only has to phrase the answer: one
-   LLM round trip less per question, with any model, and the only way the tiny embedded model gets facts right.
+   LLM round trip less per question, with any model. The embedded demo model cannot even copy a tracking number
+   reliably: for it, the reply is written from the lookups (``app.fact_replies``) and no model is called.
 
 Lookups only ever read (the registry's write tools need the customer's confirmation and are never prefetched).
 """
@@ -29,6 +30,7 @@ from typing import Any
 import anyio
 from sqlmodel import Session, col, func, select
 
+from app.fact_replies import reply_from_lookups
 from app.handoff_request import Language, asks_for_person
 from app.llm.responses import ToolCall, fallback_call_id
 from app.metrics import Metrics
@@ -84,7 +86,7 @@ class Prepared:
 
     context: list[ChatMessage]
     answered: bool = False
-    prefetched: list[str] = field(default_factory=list)  # names of the tools run
+    results: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (tool, payload) of each lookup
 
 
 @dataclass(frozen=True)
@@ -167,6 +169,15 @@ class TurnPreparation:
             return prepared
         for lookup in self.plan(session, customer, text):
             await self._prefetch(session, conversation, customer, prepared, lookup)
+        if prepared.results and self.settings.chat_model_is_embedded:
+            reply = reply_from_lookups(prepared.results)
+            if reply is not None:
+                assert conversation.id is not None
+                answer = Message(
+                    conversation_id=conversation.id, role=MessageRole.ASSISTANT, author=MessageAuthor.BOT, content=reply
+                )
+                self.persist(session, conversation, answer)
+                prepared.answered = True
         return prepared
 
     # -- handoff -------------------------------------------------------------------------------------------------
@@ -226,7 +237,7 @@ class TurnPreparation:
             self._run_tool, session, conversation, customer, lookup, prepared.context
         )
         prepared.context.extend(messages)
-        prepared.prefetched.append(lookup.tool)
+        prepared.results.append((lookup.tool, result.payload))
         self.metrics.prefetches.labels(tool=lookup.tool, outcome="ok" if result.ok else "error").inc()
 
     def _run_tool(

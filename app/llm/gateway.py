@@ -72,6 +72,7 @@ class LLMGateway:
         ledger: UsageLedger | None = None,
         sampling: Mapping[str, float] | None = None,
         repetition_guard: bool = False,
+        content_always_text: bool = False,
     ) -> None:
         if timeout_s <= 0:
             raise ValueError(f"timeout_s must be > 0 seconds, got {timeout_s}")
@@ -85,6 +86,9 @@ class LLMGateway:
         # Extra request fields for every call (``EMBEDDED_SAMPLING`` for the demo model); empty for real endpoints.
         self.sampling = dict(sampling or {})
         self.repetition_guard = repetition_guard
+        # The embedded server's chat template concatenates every message's content as text: a null content (an
+        # assistant message that only calls tools) fails it, so it is sent as "".
+        self.content_always_text = content_always_text
 
         chat_key = _secret_value(api_key)
         summary_key = _secret_value(summary_api_key) if summary_api_key is not None else chat_key
@@ -123,6 +127,7 @@ class LLMGateway:
             sampling=EMBEDDED_SAMPLING if settings.chat_model_is_embedded else None,
             repetition_guard=settings.repetition_guard == "always"
             or (settings.repetition_guard == "embedded" and settings.chat_model_is_embedded),
+            content_always_text=settings.chat_model_is_embedded,
         )
 
     @property
@@ -157,6 +162,8 @@ class LLMGateway:
         """
         model = self.chat_model
         body = {**chat_body(model, messages, tools, stream=stream, max_tokens=max_tokens), **self.sampling}
+        if self.content_always_text:
+            body["messages"] = [{**message, "content": message.get("content") or ""} for message in body["messages"]]
         guard = RepetitionGuard() if self.repetition_guard else None
         with self._translated_errors(model, self._chat_endpoint, "chat") as state:
             if stream:

@@ -4,7 +4,8 @@ best help article) is looked up through the tool layer and sent as a tool call a
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
 
 from sqlmodel import select
 
@@ -18,10 +19,14 @@ from app.models import (
     MessageRole,
     Order,
     OrderStatus,
+    Shipment,
+    ShipmentStatus,
 )
 from app.prefetch import HANDOFF_REPLIES
+from app.settings import EMBEDDED_CHAT_MODEL
 from app.tools.handoff import HANDOFF_ACTION
-from tests.app.live_app import LiveApp, add_customer_with_order
+from tests.app.conftest import app_settings
+from tests.app.live_app import LiveApp, add_customer_with_order, run_live_app
 from tests.support.scripted_llm import ScriptedLLMServer
 
 
@@ -199,3 +204,22 @@ def test_a_clear_help_centre_match_is_prefetched(live_app: LiveApp, scripted_ser
     client.post(url, json={"content": "How long does shipping take?"})  # no clear winner: left to the model
     live_app.wait_for_reply(conversation_id, count=2)
     assert scripted_server.chat_requests[-1].messages[-2]["content"] == "How long does shipping take?"
+
+
+def test_for_the_embedded_model_an_order_question_is_answered_from_the_lookup(
+    tmp_path: Any, scripted_server: ScriptedLLMServer
+) -> None:
+    settings = app_settings(tmp_path, scripted_server, chat_model=EMBEDDED_CHAT_MODEL)
+    for live in run_live_app(settings):
+        add_customer_with_order(live, external_id="shop-5", number="#W5555555")
+        with live.db() as session:
+            order = session.exec(select(Order).where(Order.number == "#W5555555")).one()
+            session.add(Shipment(order_id=order.id or 0, carrier="UPS", tracking_number="1ZTEST0000000001",
+                                 status=ShipmentStatus.IN_TRANSIT, eta=date(2026, 12, 3)))  # fmt: skip
+            session.commit()
+        client, _ = live.visitor("shop-5")
+        conversation_id = live.conversation(client)
+        client.post(f"/api/widget/conversations/{conversation_id}/messages", json={"content": "Where's #W5555555?"})
+        reply = live.wait_for_reply(conversation_id)[-1].content or ""
+        assert "**shipped**" in reply and "1ZTEST0000000001" in reply and "expected 2026-12-03" in reply
+        assert scripted_server.chat_requests == []
