@@ -26,8 +26,11 @@ def migrate_command(database_url: DatabaseUrlOption = None) -> None:
     print(f"The database at {printable_url(url)} is up to date (revision {revision}).")
 
 
-def parse_base_date(text: str) -> datetime:
-    """An ISO date or date-time; one without a time zone is taken as UTC."""
+def parse_base_date(text: str | datetime) -> datetime:
+    """An ISO date or date-time; one without a time zone is taken as UTC. Typer also passes the default through this
+    parser, as the datetime it is."""
+    if isinstance(text, datetime):
+        return text if text.tzinfo else text.replace(tzinfo=UTC)
     try:
         value = datetime.fromisoformat(text)
     except ValueError as error:
