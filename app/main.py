@@ -16,7 +16,6 @@ from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 
-from app.agent import MemorySection
 from app.http_input import validation_error_response
 from app.http_limits import RequestLimits
 from app.llm import LLMGateway
@@ -37,6 +36,7 @@ from app.routes import (
 from app.services import ServiceOverrides, build_services
 from app.settings import Settings, get_settings
 from app.turn_context import EngineFactory
+from app.turn_recall import MemorySection
 
 logger = logging.getLogger(__name__)
 

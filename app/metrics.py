@@ -97,6 +97,22 @@ class Metrics:
             "memdesk_recall_failures", "Recalls that failed or timed out (the turn went on without memory)",
             registry=registry,
         )  # fmt: skip
+        self.requested_handoffs = Counter(
+            "memdesk_requested_handoffs",
+            "Handoffs to a person the customer asked for, answered without the model, by trigger (request, button)",
+            ["trigger"],
+            registry=registry,
+        )
+        self.prefetches = Counter(
+            "memdesk_prefetches", "Lookups run before the model call, by tool and outcome", ["tool", "outcome"],
+            registry=registry,
+        )  # fmt: skip
+        self.replies_cut = Counter(
+            "memdesk_replies_cut",
+            "Replies ended early and marked, by reason (length: the reply cap; repetition: the guard)",
+            ["reason"],
+            registry=registry,
+        )
         self.sse_connections = Gauge("memdesk_sse_connections", "Open live-event streams", registry=registry)
         self.rate_limited = Counter(
             "memdesk_rate_limited", "Customer messages refused by the rate limit", registry=registry

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import anyio
 from sqlalchemy import Engine
 
-from app.agent import AgentService, MemorySection
+from app.agent import AgentService
 from app.db import create_db_engine, upgrade
 from app.demo_shop import shop_tools
 from app.events import EventBroker
@@ -36,6 +36,7 @@ from app.sync import SyncOptions, SyncReport, SyncRunner, SyncSchedule, exclusiv
 from app.sync.runner import latest_sync_run
 from app.tools import ToolRegistry, build_tool_registry
 from app.turn_context import EngineFactory, default_compressor
+from app.turn_recall import MemorySection
 from app.turn_recovery import TurnRecovery
 from compression.summarizer import PROMPTS_DIR, prompt_environment
 from memory.config import EmbedderKind, MemoryOptions, VectorStoreKind

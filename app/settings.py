@@ -25,6 +25,7 @@ CONSOLE_LOGIN_FAILURES_PER_EMAIL = 5
 CONSOLE_LOGIN_FAILURES_PER_ADDRESS = 20
 CONSOLE_LOGIN_WINDOW_S = 15 * 60.0
 CONSOLE_LOGIN_LOCKOUT_S = 15 * 60.0
+EMBEDDED_MAX_REPLY_TOKENS = 200
 
 
 class ModelPrice(BaseModel):
@@ -56,6 +57,12 @@ class Settings(BaseSettings):
     llm_timeout_s: float = Field(default=30.0, gt=0)
     llm_max_retries: int = Field(default=2, ge=0, le=10)
     max_reply_tokens: int = Field(default=800, ge=16)
+    # The embedded demo model drifts and loops in long replies; its replies are capped lower.
+    embedded_max_reply_tokens: int = Field(default=EMBEDDED_MAX_REPLY_TOKENS, ge=16)
+    # Stop a streamed reply that loops (app.llm.repetition): for the embedded model only, for every model, or never.
+    repetition_guard: Literal["embedded", "always", "off"] = "embedded"
+    # Look up the customer's named order (or the clear best help article) before the model is called (app.prefetch).
+    prefetch: bool = True
     model_prices: dict[str, ModelPrice] = Field(default_factory=dict)
 
     # Origins of the shop pages that embed the widget ("*" is fine: the API uses bearer tokens, not cookies).
@@ -133,6 +140,18 @@ class Settings(BaseSettings):
     @property
     def uses_embedded_llm(self) -> bool:
         return self.llm_base_url is None
+
+    @property
+    def chat_model_is_embedded(self) -> bool:
+        """The chat model is the bundled demo model, started by memdesk or served by hand under its name."""
+        return self.uses_embedded_llm or self.chat_model == EMBEDDED_CHAT_MODEL
+
+    @property
+    def reply_token_cap(self) -> int:
+        """The longest reply the chat model may write."""
+        if self.chat_model_is_embedded:
+            return min(self.max_reply_tokens, self.embedded_max_reply_tokens)
+        return self.max_reply_tokens
 
 
 def get_settings() -> Settings:

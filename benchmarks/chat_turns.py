@@ -271,6 +271,107 @@ def run(
     }
 
 
+ORDER_QUESTIONS = 20
+ORDER_CUSTOMER = "demo-cust-0001"
+BENCH_IDENTITY_SECRET = "benchmark-identity-secret"
+
+
+def _tool_using_reply(request: Any) -> Any:
+    """A model that looks an order up before answering, the way a real one does: when the customer names an order
+    and no tool result follows their message, it calls ``get_order``; otherwise it answers."""
+    import re
+
+    from tests.support.scripted_llm import ScriptedReply, ScriptedToolCall
+
+    latest = [m for m in request.messages if m.get("role") != "system"][-1]
+    number = re.search(r"#W\d{7}", request.last_user_text)
+    if latest.get("role") == "user" and number:
+        return ScriptedReply.with_tool_calls(ScriptedToolCall("get_order", json.dumps({"order_number": number[0]})))
+    return ScriptedReply(text=REPLY_TEXT)
+
+
+def _run_tool_using_server(port: int) -> None:
+    from tests.support.scripted_llm import ScriptedLLMServer
+
+    ScriptedLLMServer(rule=_tool_using_reply, port=port).start()
+    while True:
+        time.sleep(3600)
+
+
+def _chat_requests(base_url: str) -> float:
+    metrics = httpx.get(f"{base_url}/metrics", timeout=5.0).text
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in metrics.splitlines()
+        if line.startswith("memdesk_llm_requests_total{") and 'purpose="chat"' in line
+    )
+
+
+def _ask_order_questions(base_url: str, numbers: list[str]) -> float:
+    import hashlib
+    import hmac
+
+    proof = hmac.new(BENCH_IDENTITY_SECRET.encode(), ORDER_CUSTOMER.encode(), hashlib.sha256).hexdigest()
+    with httpx.Client(base_url=base_url, timeout=REPLY_TIMEOUT_S) as client:
+        token = client.post("/api/widget/sessions", json={"external_id": ORDER_CUSTOMER, "identity_hmac": proof})
+        headers = {"Authorization": f"Bearer {token.json()['token']}"}
+        before = _chat_requests(base_url)
+        for number in numbers:
+            conversation = client.post("/api/widget/conversations", json={}, headers=headers).json()["id"]
+            url = f"/api/widget/conversations/{conversation}/messages"
+            client.post(url, json={"content": f"Where is my order {number}?"}, headers=headers)
+            deadline = time.monotonic() + REPLY_TIMEOUT_S
+            while time.monotonic() < deadline:
+                listed = client.get(url, headers=headers).json()
+                if any(m["role"] == "assistant" for m in listed):
+                    break
+                time.sleep(0.05)
+        return (_chat_requests(base_url) - before) / len(numbers)
+
+
+def llm_calls_per_order_question(*, prefetch: bool, questions: int = ORDER_QUESTIONS) -> float:
+    """Chat LLM calls per question naming one of the customer's own orders, with a model that looks orders up."""
+    from app.demo_shop import generate_demo_shop
+
+    shop = generate_demo_shop()
+    own = [order.number for order in shop.orders if order.customer_external_id == ORDER_CUSTOMER]
+    numbers = [own[index % len(own)] for index in range(questions)]
+    llm_port, app_port = _free_port(), _free_port()
+    llm = multiprocessing.get_context("spawn").Process(target=_run_tool_using_server, args=(llm_port,), daemon=True)
+    llm.start()
+    with tempfile.TemporaryDirectory() as data_dir:
+        env = {
+            **os.environ,
+            "MEMDESK_ENVIRONMENT": "test",
+            "MEMDESK_DATA_DIR": data_dir,
+            "MEMDESK_LLM_BASE_URL": f"http://127.0.0.1:{llm_port}/v1",
+            "MEMDESK_CHAT_MODEL": "bench-chat",
+            "MEMDESK_REPLY_DEBOUNCE_S": "0",
+            "MEMDESK_ACCESS_LOG": "false",
+            "MEMDESK_SECRET_KEY": "benchmark-secret-key-0123456789abcdef",
+            "MEMDESK_WIDGET_IDENTITY_SECRET": BENCH_IDENTITY_SECRET,
+            "MEMDESK_MEMORY_ENABLED": "false",
+            "MEMDESK_SYNC_AT": "",
+            "MEMDESK_PREFETCH": "true" if prefetch else "false",
+        }
+        subprocess.run([sys.executable, "-m", "app.cli", "seed-demo"], env=env, check=True, capture_output=True)
+        log = Path(data_dir) / "server.log"
+        with log.open("wb") as output:
+            command = [sys.executable, "-m", "app.cli", "serve", "--port", str(app_port)]
+            server = subprocess.Popen(command, env=env, stdout=output, stderr=subprocess.STDOUT)
+            try:
+                _wait_until_up(f"http://127.0.0.1:{llm_port}/v1/models")
+                _wait_until_up(f"http://127.0.0.1:{app_port}/healthz")
+                return round(_ask_order_questions(f"http://127.0.0.1:{app_port}", numbers), 2)
+            finally:
+                server.send_signal(signal.SIGINT)
+                try:
+                    server.wait(15)
+                except subprocess.TimeoutExpired:
+                    server.kill()
+                llm.terminate()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="memdesk chat turn throughput and latency")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -292,6 +393,12 @@ def main(argv: list[str] | None = None) -> int:
     }
     first = next(iter(results.values()))
     result = {**{key: first[key] for key in ("sessions", "turns_per_s", "p50_ms", "p95_ms", "errors")}, **results}
+    result["llm_calls_per_order_question"] = {
+        "prefetch_off": llm_calls_per_order_question(prefetch=False),
+        "prefetch_on": llm_calls_per_order_question(prefetch=True),
+        "questions": ORDER_QUESTIONS,
+        "llm": "scripted model that calls get_order when a named order has no tool result yet",
+    }
     if len(results) == 2:
         result["memory_on_vs_off"] = round(
             results["memory_on"]["turns_per_s"] / results["memory_off"]["turns_per_s"], 3

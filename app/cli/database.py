@@ -6,11 +6,19 @@ from datetime import UTC, datetime
 from typing import Annotated
 
 import typer
+from sqlalchemy import Engine
 from sqlmodel import Session
 
 from app.cli.common import DatabaseUrlOption, database_errors_explained, load_settings, printable_url
 from app.db import create_db_engine, current_revision, migrate
 from app.demo_shop import DEMO_BASE_DATE, seed_demo
+from app.demo_shop.history import seed_history
+from app.memory_outbox import SqlOutboxRepository
+from app.services import memory_options
+from app.settings import Settings
+from memory.migrate import upgrade_embedded_store
+from memory.outbox import ConclusionOutbox
+from memory.store import CustomerMemory
 
 
 def migrate_command(database_url: DatabaseUrlOption = None) -> None:
@@ -51,14 +59,38 @@ BaseDateOption = Annotated[
 
 
 def seed_demo_command(base_date: BaseDateOption = DEMO_BASE_DATE, database_url: DatabaseUrlOption = None) -> None:
-    """Fill the database with the demo shop (safe to run again)."""
-    url = load_settings(database_url).resolved_database_url
+    """Fill the database with the demo shop and two customers' earlier conversations (safe to run again)."""
+    settings = load_settings(database_url)
+    url = settings.resolved_database_url
     with database_errors_explained():
         migrate(url)
         engine = create_db_engine(url)
         try:
             with Session(engine) as session:
                 report = seed_demo(session, base_date=base_date)
+                history = seed_history(session)
+            print(report.describe())
+            print(history.describe())
+            if settings.memory_enabled:
+                print(deliver_conclusions(settings, engine))
         finally:
             engine.dispose()
-    print(report.describe())
+
+
+def deliver_conclusions(settings: Settings, engine: Engine) -> str:
+    """Deliver every due outbox row to long-term memory, as the server's delivery loop would."""
+    options = memory_options(settings)
+    upgrade_embedded_store(options)
+    memory = CustomerMemory(options)
+    try:
+        outbox = ConclusionOutbox(SqlOutboxRepository(engine), memory)
+        delivered = failed = 0
+        while (report := outbox.deliver_due()).delivered or report.failed:
+            delivered, failed = delivered + report.delivered, failed + report.failed
+            if report.failed:
+                break
+    finally:
+        memory.close()
+    if failed:
+        return f"Delivered {delivered} conclusions to long-term memory; {failed} failed and will be retried."
+    return f"Delivered {delivered} conclusions to long-term memory."

@@ -15,6 +15,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk, ChatCompletio
 from pydantic import SecretStr
 
 from app.llm.errors import TRANSLATED_ERRORS, Endpoint, ErrorTranslator
+from app.llm.repetition import RepetitionGuard, ended_cleanly
 from app.llm.responses import ChatResponse, checked_completion, first_choice, response_from_completion, usage_of
 from app.llm.streaming import StreamAssembler
 from app.llm.usage import Purpose, UsageLedger
@@ -34,6 +35,14 @@ REACHABILITY_TIMEOUT_S = 2.0
 EMBEDDED_BASE_URL_TEMPLATE = "http://127.0.0.1:{port}/v1"
 # Keys of a chat message that OpenAI-compatible APIs accept; the rest (created_at, ids) stays in memdesk.
 API_MESSAGE_KEYS = frozenset({"role", "content", "name", "tool_calls", "tool_call_id"})
+# Sampling for the embedded demo model (llama-cpp-python's server reads these request fields): its defaults let a
+# 135M model drift and loop. A stronger repeat penalty and a lower temperature keep its replies short and on topic.
+EMBEDDED_SAMPLING: Mapping[str, float] = {
+    "temperature": 0.3,
+    "repeat_penalty": 1.3,
+    "frequency_penalty": 0.4,
+    "presence_penalty": 0.2,
+}
 
 DeltaCallback = Callable[[str], Awaitable[None] | None]
 
@@ -61,6 +70,9 @@ class LLMGateway:
         max_retries: int = DEFAULT_MAX_RETRIES,
         prices: Mapping[str, ModelPrice] | None = None,
         ledger: UsageLedger | None = None,
+        sampling: Mapping[str, float] | None = None,
+        repetition_guard: bool = False,
+        content_always_text: bool = False,
     ) -> None:
         if timeout_s <= 0:
             raise ValueError(f"timeout_s must be > 0 seconds, got {timeout_s}")
@@ -71,6 +83,12 @@ class LLMGateway:
         self.timeout_s = timeout_s
         self.max_retries = max_retries
         self.ledger = ledger if ledger is not None else UsageLedger(prices)
+        # Extra request fields for every call (``EMBEDDED_SAMPLING`` for the demo model); empty for real endpoints.
+        self.sampling = dict(sampling or {})
+        self.repetition_guard = repetition_guard
+        # The embedded server's chat template concatenates every message's content as text: a null content (an
+        # assistant message that only calls tools) fails it, so it is sent as "".
+        self.content_always_text = content_always_text
 
         chat_key = _secret_value(api_key)
         summary_key = _secret_value(summary_api_key) if summary_api_key is not None else chat_key
@@ -106,6 +124,10 @@ class LLMGateway:
             max_retries=settings.llm_max_retries,
             prices=settings.model_prices,
             ledger=ledger,
+            sampling=EMBEDDED_SAMPLING if settings.chat_model_is_embedded else None,
+            repetition_guard=settings.repetition_guard == "always"
+            or (settings.repetition_guard == "embedded" and settings.chat_model_is_embedded),
+            content_always_text=settings.chat_model_is_embedded,
         )
 
     @property
@@ -139,23 +161,36 @@ class LLMGateway:
         text once. Either way the returned ``ChatResponse`` holds the complete content and tool calls.
         """
         model = self.chat_model
-        body = chat_body(model, messages, tools, stream=stream, max_tokens=max_tokens)
+        body = {**chat_body(model, messages, tools, stream=stream, max_tokens=max_tokens), **self.sampling}
+        if self.content_always_text:
+            body["messages"] = [{**message, "content": message.get("content") or ""} for message in body["messages"]]
+        guard = RepetitionGuard() if self.repetition_guard else None
         with self._translated_errors(model, self._chat_endpoint, "chat") as state:
             if stream:
-                response = await self._chat_streamed(model, body, on_delta, state)
+                response = await self._chat_streamed(model, body, on_delta, state, guard)
             else:
                 posted = await self._chat_async.post(CHAT_COMPLETIONS_PATH, cast_to=ChatCompletion, body=body)
                 completion = checked_completion(posted)
                 state.request_id = completion._request_id
                 response = response_from_completion(completion, model=model, request_id=state.request_id)
+                if guard is not None:
+                    guard.feed(response.content or "")
+                response = ended_cleanly(response, guard)
                 if on_delta is not None and response.content:
                     await _emit(on_delta, response.content)
         self._record(model, response.usage, response.model, response.request_id, "chat")
         return response
 
     async def _chat_streamed(
-        self, model: str, body: dict[str, Any], on_delta: DeltaCallback | None, state: _CallState
+        self,
+        model: str,
+        body: dict[str, Any],
+        on_delta: DeltaCallback | None,
+        state: _CallState,
+        guard: RepetitionGuard | None,
     ) -> ChatResponse:
+        """The streamed reply; once ``guard`` (when there is one) sees it repeat itself, the stream is closed (the
+        server stops generating) and nothing more is forwarded."""
         stream = await self._chat_async.post(
             CHAT_COMPLETIONS_PATH,
             cast_to=ChatCompletion,
@@ -168,9 +203,11 @@ class LLMGateway:
         async with stream:
             async for chunk in stream:
                 text = assembler.add(chunk)
+                if text and guard is not None and guard.feed(text):
+                    break
                 if text and on_delta is not None:
                     await _emit(on_delta, text)
-        return assembler.result(state.request_id)
+        return ended_cleanly(assembler.result(state.request_id), guard)
 
     async def reachable(self) -> bool:
         """Whether the chat endpoint answers at all (its model list), within a short timeout and without retries."""
@@ -190,7 +227,11 @@ class LLMGateway:
         endpoint = self._summary_endpoint if on_summary_endpoint else self._chat_endpoint
         with self._translated_errors(model, endpoint, "summary") as state:
             created = client.chat.completions.create(
-                model=model, messages=wire_messages(messages), max_tokens=max_tokens, stream=False
+                model=model,
+                messages=wire_messages(messages),
+                max_tokens=max_tokens,
+                stream=False,
+                extra_body=self.sampling or None,
             )
             completion = checked_completion(created)
             state.request_id = completion._request_id

@@ -35,6 +35,8 @@ class ChatResponse:
     usage: Usage | None
     model: str
     request_id: str | None = None
+    # Why the text was ended early by memdesk or the cap ("repetition", "length"); None for a whole reply.
+    cut: str | None = None
 
     @property
     def truncated(self) -> bool:

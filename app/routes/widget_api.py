@@ -20,12 +20,13 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, HTTPException, Path, Query, Request, status
 from fastapi.responses import StreamingResponse
 from prometheus_client import Gauge
-from pydantic import AfterValidator, BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field, StrictBool
 from sqlmodel import Session, col, select
 
 from app.conversation_context import start_first_segment
 from app.deps import ServicesDep, SessionDep, StreamVisitorDep, VisitorDep
 from app.events import Event, SubscriptionClosed
+from app.handoff_request import asks_for_person
 from app.http_input import SOME_VISIBLE_TEXT, DatabaseInt, FreeText, IdentifierText, StrictJSONRoute
 from app.identity import IdentityError, Visitor, verify_shop_identity
 from app.models import (
@@ -37,6 +38,7 @@ from app.models import (
     Message,
     MessagePublic,
 )
+from app.prefetch import HANDOFF_NOTE_QUOTE_CHARS
 from app.ratelimit import customer_rate_key
 from app.routes.errors import error_responses
 from app.services import Services
@@ -86,6 +88,10 @@ class MessageIn(BaseModel):
     content: Annotated[FreeText, AfterValidator(_not_blank)] = Field(
         description="The customer's text; its longest accepted length is the server's MEMDESK_MAX_MESSAGE_CHARS (413)",
         json_schema_extra={"pattern": SOME_VISIBLE_TEXT},
+    )
+    handoff: StrictBool = Field(
+        default=False,
+        description="The customer pressed 'Talk to a person': the conversation goes to the support team at once",
     )
 
 
@@ -238,7 +244,22 @@ def _post_message(
             headers={"Retry-After": str(int(wait) + 1)},
         )
     message = services.agent.accept_customer_message(session, conversation, text)
+    if body.handoff:
+        _hand_off_on_button(session, services, conversation, text)
     return MessagePublic.of(message, conversation_public_id=conversation.public_id)
+
+
+def _hand_off_on_button(session: Session, services: Services, conversation: Conversation, text: str) -> None:
+    """Before the scheduled turn starts (no await since the message was accepted): the turn then finds the
+    conversation waiting for a person and stays silent."""
+    customer = session.get(Customer, conversation.customer_id)
+    session.commit()
+    if customer is None:
+        return
+    summary = f"The customer pressed “Talk to a person”, writing: “{text[:HANDOFF_NOTE_QUOTE_CHARS]}”"
+    services.agent.preparation.hand_off(
+        session, conversation, customer, summary=summary, trigger="button", language=asks_for_person(text) or "en"
+    )
 
 
 @contextmanager

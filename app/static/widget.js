@@ -81,6 +81,8 @@
       needsHuman: "A person from our team will join this conversation shortly.",
       human: "You are chatting with a member of our team.",
       closed: "This conversation is closed.",
+      askPerson: "Talk to a person",
+      askPersonMessage: "I'd like to talk to a person, please.",
       newConversation: "Start a new conversation",
       sending: "Sending…",
       queued: "Not sent yet: waiting for the connection.",
@@ -111,6 +113,8 @@
       needsHuman: "Eine Person aus unserem Team übernimmt dieses Gespräch in Kürze.",
       human: "Sie schreiben mit einer Person aus unserem Team.",
       closed: "Dieses Gespräch ist beendet.",
+      askPerson: "Mit einer Person sprechen",
+      askPersonMessage: "Ich möchte bitte mit einer Person sprechen.",
       newConversation: "Neues Gespräch beginnen",
       sending: "Wird gesendet…",
       queued: "Noch nicht gesendet: warte auf die Verbindung.",
@@ -168,8 +172,8 @@
       hash: settings.customerHash || null,
       conversationId: state.conversationId,
       open: state.open,
-      outbox: state.outbox.map(({ localId, text, afterId, state: itemState }) => ({
-        localId, text, afterId, state: itemState,
+      outbox: state.outbox.map(({ localId, text, afterId, state: itemState, handoff }) => ({
+        localId, text, afterId, state: itemState, handoff,
       })),
     };
     const raw = JSON.stringify(record);
@@ -213,6 +217,7 @@
     // before the reload arrived, or another tab of this site sent them meanwhile.
     outbox: (Array.isArray(stored.outbox) ? stored.outbox : []).map((item) => ({
       localId: item.localId, text: String(item.text), afterId: item.afterId || 0, state: "uncertain", element: null,
+      handoff: item.handoff === true,
     })),
     flushing: false,
     flushTimer: null,
@@ -532,6 +537,8 @@
   const banner = h("p", { class: "banner", role: "status", hidden: true });
   const newConversationButton = h("button", { type: "button", class: "link-button", hidden: true,
     text: t("newConversation") });
+  // Goes to the support team without the assistant deciding: the message carries the handoff flag.
+  const askPersonButton = h("button", { type: "button", class: "link-button ask-person", text: t("askPerson") });
   const greeting = h("p", { class: "greeting", text: settings.greeting ? String(settings.greeting) : t("greeting") });
   const log = h("ol", { class: "log", role: "log", "aria-live": "polite", "aria-relevant": "additions",
     "aria-label": title });
@@ -561,7 +568,7 @@
       h("div", { class: "heading" }, [h("h2", { id: "memdesk-title", text: title }), subtitle]),
       closeButton,
     ]),
-    h("div", { class: "notices" }, [banner, newConversationButton]),
+    h("div", { class: "notices" }, [banner, newConversationButton, askPersonButton]),
     scroller, alertBox, form,
   ]);
   root.append(stylesheet, h("div", { class: "widget" }, [panel, launcher]));
@@ -616,6 +623,7 @@
     const enabled = !state.fatal && state.status !== "closed";
     input.disabled = !enabled;
     sendButton.disabled = !enabled;
+    askPersonButton.disabled = !enabled;
   }
 
   function setStatus(status) {
@@ -625,6 +633,7 @@
     banner.hidden = !text;
     banner.className = `banner banner--${state.status}`;
     newConversationButton.hidden = state.status !== "closed";
+    askPersonButton.hidden = state.status !== "bot";
     setComposerEnabled();
   }
 
@@ -777,9 +786,9 @@
     }
   }
 
-  function queueMessage(text) {
+  function queueMessage(text, handoff = false) {
     const item = { localId: Date.now().toString(36) + Math.random().toString(36).slice(2, 8), text,
-      afterId: state.maxId, state: "queued", element: null };
+      afterId: state.maxId, state: "queued", element: null, handoff };
     state.outbox.push(item);
     saveStored();
     renderPending(item);
@@ -849,7 +858,8 @@
     item.state = "sending";
     renderPending(item);
     saveStored();
-    const message = await api("POST", `${conversationPath()}/messages`, { body: { content: item.text } });
+    const body = item.handoff ? { content: item.text, handoff: true } : { content: item.text };
+    const message = await api("POST", `${conversationPath()}/messages`, { body });
     state.claimed.add(message.id);
     dropFromOutbox(item);
     addMessage(message);
@@ -1304,6 +1314,14 @@
       event.preventDefault();
       sendButton.click();
     }
+  });
+  askPersonButton.addEventListener("click", () => {
+    if (askPersonButton.disabled) {
+      return;
+    }
+    askPersonButton.hidden = true; // one press is enough; the status banner takes over
+    clearAlert(["send"]);
+    queueMessage(t("askPersonMessage"), true);
   });
   newConversationButton.addEventListener("click", () => {
     forgetConversation();

@@ -233,7 +233,9 @@ def test_transfer_to_human_hands_off_and_stops_the_bot(live_app: LiveApp, script
     scripted_server.enqueue(ScriptedReply.with_tool_calls(transfer))
     client, _ = live_app.visitor()
     conversation_id = live_app.conversation(client)
-    client.post(f"/api/widget/conversations/{conversation_id}/messages", json={"content": "a human please"})
+    # Not an explicit request for a person (those hand off without the model): the model decides to transfer.
+    text = "This is the third time I write about this, it is unacceptable."
+    client.post(f"/api/widget/conversations/{conversation_id}/messages", json={"content": text})
     replies = live_app.wait_for_reply(conversation_id)
     assert "member of our team" in (replies[-1].content or "")
     with live_app.db() as session:

@@ -60,6 +60,7 @@ def test_the_demo_page_embeds_the_widget_with_one_script_tag(live_app: LiveApp) 
     assert tags == [(f"{live_app.url}/widget.js", "memdesk-demo")]
     settings = widget_settings(html)
     assert "customerId" not in settings and settings["locale"] == "en"
+    assert "What to try: sign in as Maya Thompson and ask about one of her orders" in " ".join(html.split())
 
 
 def test_a_demo_customer_gets_the_hash_the_shop_server_computes_and_never_the_secret(live_app: LiveApp) -> None:

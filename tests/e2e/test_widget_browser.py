@@ -537,3 +537,21 @@ def test_the_markdown_renderer_allows_only_its_few_constructs(visit: Visit) -> N
         list(RENDER_CASES),
     )
     assert rendered == RENDER_CASES
+
+
+def test_the_talk_to_a_person_button_hands_off_without_the_assistant(visit: Visit, live: LiveApp) -> None:
+    visitor = visit()
+    visitor.goto()
+    visitor.open()
+    button = visitor.widget(".ask-person")
+    assert button.inner_text() == "Talk to a person"
+    button.click()
+    visitor.widget(".banner").get_by_text("A person from our team will join").wait_for()
+    visitor.widget(".log .msg--bot").get_by_text("a person will reply here").wait_for()
+    assert visitor.widget(".log .msg--customer .body").inner_text() == "I'd like to talk to a person, please."
+    assert button.is_hidden()
+    visitor.screenshot("11-talk-to-a-person")
+    conversation_id = conversation_of(live, "I'd like to talk to a person, please.")
+    with live.db() as session:
+        conversation = session.get(Conversation, conversation_id)
+        assert conversation is not None and conversation.status == ConversationStatus.NEEDS_HUMAN
