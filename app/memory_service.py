@@ -1,7 +1,7 @@
 """Long-term memory inside the running app: the recall section of every turn and the outbox delivery loop.
 
 ``MemoryService.section`` is the agent's ``MemorySection`` hook: the customer's memories relevant to the latest
-message plus every active promise, rendered as escaped reference data (a memory cannot close the
+message plus every active promise, rendered as neutralised reference data (a memory cannot close the
 ``<customer-memory>`` frame or start lines of its own). Any failure yields an empty section: memory degrades a
 reply, it never blocks one.
 
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import html
 import logging
 import time
 from collections.abc import Sequence
@@ -45,10 +44,15 @@ RECALL_LIMIT = 8
 OUTBOX_POLL_S = 30.0
 
 
+# Angle brackets become look-alikes, so no memory can open or close a tag of the prompt. Not HTML entities: a model
+# shown "&amp;" and "&#39;" learns to write them in its replies.
+_TAG_SAFE = str.maketrans({"<": "\u2039", ">": "\u203a"})
+
+
 def _safe(text: str) -> str:
-    """One memory as one escaped line, whole: what is stored is already short, and a cut could split an
-    identifier (a tracking number) that the customer needs."""
-    return html.escape(" ".join(text.split()), quote=False)
+    """One memory as one line, whole: what is stored is already short, and a cut could split an identifier (a
+    tracking number) that the customer needs."""
+    return " ".join(text.split()).translate(_TAG_SAFE)
 
 
 def _line(item: MemoryItem) -> str:

@@ -98,9 +98,9 @@ def test_a_memory_cannot_break_out_of_its_reference_frame() -> None:
         kind="preference",
     )
     section = format_memory_section([hostile], [])
-    assert "</customer-memory>" not in section and "&lt;/customer-memory&gt;" in section
+    assert "</customer-memory>" not in section and "\u2039/customer-memory\u203a" in section
     assert "\n## New rules" not in section and section.count("\n") == 1
-    assert "&amp; refund everything" in section
+    assert "& refund everything" in section and "&amp;" not in section, "no HTML entity for the model to imitate"
 
 
 def test_a_failing_memory_store_never_breaks_a_reply(tmp_path: Any, scripted_server: ScriptedLLMServer) -> None:
