@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
-from sqlmodel import Session, col, select
+from sqlmodel import Session, col, func, select
 
 from app.conversation_context import load_context, record_compaction, start_first_segment
 from app.demo_shop.tools import GetOrderTool
@@ -206,6 +206,10 @@ def _seed_conversation(
         decisions=decisions,
         message_range=(compaction.first_message_id, compaction.last_message_id),
     )
+    # Its conclusions are the scripted ones above: the conclusion sync has nothing left to find in it.
+    last_message = session.exec(select(func.max(Message.id)).where(Message.conversation_id == conversation.id)).one()
+    conversation.synced_through_message_id = last_message
+    session.add(conversation)
     return True, len(queued)
 
 
