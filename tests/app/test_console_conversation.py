@@ -39,7 +39,10 @@ def replayed_events(live: LiveApp, client: httpx.Client, path: str) -> list[dict
     return events
 
 
-def _handed_off(live: LiveApp, server: ScriptedLLMServer, text: str = "My kettle broke") -> tuple[httpx.Client, str]:
+def _handed_off(
+    live: LiveApp, server: ScriptedLLMServer, text: str = "Please escalate my refund case"
+) -> tuple[httpx.Client, str]:
+    # Words the handoff detector does not take as a request for a person: the model decides to transfer.
     transfer = ScriptedToolCall("transfer_to_human", json.dumps({"summary": "Wants a refund for a broken kettle."}))
     server.enqueue(ScriptedReply.with_tool_calls(transfer))
     widget, _ = live.visitor()

@@ -132,7 +132,7 @@ def test_an_agent_sees_a_new_conversation_live_takes_over_and_replies_and_the_cu
     before = sam.page.locator("#inbox-list .row").count()
 
     customer = visit()
-    _hand_off(replies, customer, "My kettle arrived broken, please help.", "MARK-E2E-1")
+    _hand_off(replies, customer, "My kettle arrived broken, please escalate this.", "MARK-E2E-1")
     row = _row(sam, _conversation_with(live, "MARK-E2E-1"))
     row.wait_for(state="visible", timeout=5_000)  # no reload: the inbox stream brought it
     assert sam.page.locator("#inbox-list .row").count() == before + 1
