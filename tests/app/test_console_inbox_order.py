@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -27,11 +28,13 @@ CONVERSATIONS = 320
 STATUSES = list(ConversationStatus)
 
 
-@pytest.fixture
-def engine(tmp_path: Path) -> Engine:
-    url = f"sqlite:///{tmp_path / 'inbox.db'}"
+@pytest.fixture(params=["sqlite", "postgresql"])
+def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
+    url = f"sqlite:///{tmp_path / 'inbox.db'}" if request.param == "sqlite" else request.getfixturevalue("postgres_url")
     migrate(url)
-    return create_db_engine(url)
+    engine = create_db_engine(url)
+    yield engine
+    engine.dispose()
 
 
 def _seed(engine: Engine) -> tuple[int, list[Conversation]]:

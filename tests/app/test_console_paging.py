@@ -12,6 +12,7 @@ import pytest
 from sqlmodel import Session
 
 from app.console.transcript import TRANSCRIPT_PAGE_MESSAGES, TranscriptPage, load_transcript
+from app.db import create_db_engine, migrate
 from app.models import AgentRole, Message, MessageAuthor, MessageRole
 from tests.app.console_support import StaffClient, console_app, signed_in
 from tests.app.live_app import LiveApp
@@ -149,3 +150,21 @@ def test_compaction_cards_follow_the_last_message_they_cover_on_whichever_page_h
         later = next(entry.message for entry in entries[at + 1 :] if entry.message)
         assert later.id is not None and later.id > card.last_message_id
     assert sum(len(page.entries) for page in pages) == len(entries)
+
+
+def test_pages_on_postgresql_hold_every_message_once(postgres_url: str) -> None:
+    migrate(postgres_url)
+    engine = create_db_engine(postgres_url)
+    try:
+        with Session(engine) as session:
+            seeded = seed_conversation(session, messages=260, compactions=3)
+            pages = _pages(session, seeded.conversation_id)
+            tool_results = {
+                m.id for m in (session.get(Message, i) for i in seeded.message_ids) if m and m.role == MessageRole.TOOL
+            }
+    finally:
+        engine.dispose()
+    shown = [e.message.id for page in reversed(pages) for e in page.entries if e.message]
+    assert len(pages) == 3 and shown == [i for i in seeded.message_ids if i not in tool_results]
+    cards = [e.compaction.id for page in reversed(pages) for e in page.entries if e.compaction]
+    assert cards == seeded.compaction_ids
