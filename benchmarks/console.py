@@ -3,12 +3,13 @@
 Seeds a fresh SQLite database with ``--conversations`` conversations (a customer's question and a reply each, a
 share of them waiting for a person) and one conversation of ``--messages`` messages (questions, tool calls with
 their results, replies) with ``--compactions`` compactions and their outbox rows. Then it renders, ``--runs`` times
-each, the inbox's first page and the whole conversation page exactly as the routes do (the same service functions
-and templates, without HTTP), and counts the SQL statements each render runs: a fixed count whatever the size is
-the proof that there is no N+1.
+each, the inbox's first page, the conversation page (which shows the latest page of the transcript) and the page of
+messages before it ("Show earlier messages") exactly as the routes do (the same service functions and templates,
+without HTTP), and counts the SQL statements each render runs: a fixed count whatever the size is the proof that
+there is no N+1.
 
-Prints ``inbox_ms_p95``, ``conversation_ms_p95`` (and their medians), ``inbox_queries`` and
-``conversation_queries``, with the sizes used.
+Prints ``inbox_ms_p95``, ``conversation_ms_p95``, ``earlier_page_ms_p95`` (and their medians), the query count of
+each, the messages the conversation page shows, with the sizes used.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from app.console.auth import new_token
 from app.console.inbox import InboxFilter, inbox_page
 from app.console.permissions import Staff
 from app.console.rendering import render
+from app.console.transcript import load_transcript
 from app.console.view import load_page
 from app.db import create_db_engine, migrate
 from app.models import (
@@ -134,11 +136,23 @@ def run(conversations: int, messages: int, compactions: int, runs: int, director
             view = load_page(session, found, staff_id=staff.id)
         return render("conversation.html", staff=staff, view=view, position="0:0")
 
+    with Session(engine) as session:
+        before_id = load_transcript(session, long.conversation_id).earlier_before
+
+    def earlier_page() -> str:
+        with Session(engine) as session:
+            page = load_transcript(session, long.conversation_id, before_id=before_id, through_latest=False)
+            session.commit()
+        return render("_transcript_page.html", staff=staff, transcript=page, ref=long.public_id)
+
     with counted_queries(engine) as inbox_statements:
         inbox_html = inbox()
     with counted_queries(engine) as conversation_statements:
         conversation_html = conversation()
+    with counted_queries(engine) as earlier_statements:
+        earlier_page()
     inbox_ms, conversation_ms = _timed(inbox, runs), _timed(conversation, runs)
+    earlier_ms = _timed(earlier_page, runs)
     engine.dispose()
     return {
         "conversations": conversations,
@@ -149,8 +163,12 @@ def run(conversations: int, messages: int, compactions: int, runs: int, director
         "inbox_ms_p50": round(percentile(inbox_ms, 0.5), 2),
         "conversation_ms_p95": round(percentile(conversation_ms, 0.95), 2),
         "conversation_ms_p50": round(percentile(conversation_ms, 0.5), 2),
+        "earlier_page_ms_p95": round(percentile(earlier_ms, 0.95), 2),
+        "earlier_page_ms_p50": round(percentile(earlier_ms, 0.5), 2),
         "inbox_queries": len(inbox_statements),
         "conversation_queries": len(conversation_statements),
+        "earlier_page_queries": len(earlier_statements),
+        "conversation_messages_shown": conversation_html.count('<li id="m-'),
         "inbox_html_kb": round(len(inbox_html) / 1024, 1),
         "conversation_html_kb": round(len(conversation_html) / 1024, 1),
     }

@@ -4,11 +4,16 @@ Everything is autoescaped: customer text, names and model output reach the page 
 are Markdown: rendered by markdown-it with raw HTML off (HTML in a message shows as text) and then passed through
 nh3 (the ammonia sanitizer) with a short list of allowed tags, so even a renderer bug cannot produce a script,
 an event handler or a ``javascript:`` link. Links open in a new tab without access to the console page.
+
+Most chat messages hold no Markdown at all; those skip both passes (``plain_paragraphs``), with the very HTML the
+two passes would give them (a property test compares the two on generated text).
 """
 
 from __future__ import annotations
 
+import html
 import json
+import re
 from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Any
@@ -30,23 +35,47 @@ LINK_REL = "noopener noreferrer nofollow"
 MAX_JSON_CHARS = 20_000
 
 _markdown = MarkdownIt("commonmark", {"html": False, "linkify": False}).disable("image")
+# A line Markdown reads as nothing but paragraph text: it starts with a letter or digit (no list, heading, quote,
+# code block or rule starts so) and not with an ordered-list number, holds letters, digits, spaces and punctuation
+# that is never Markdown syntax in the middle of a line (no * _ ` [ ] < > & \\ ~ |), and ends without a space (two
+# trailing spaces are a line break). Anything else takes the full renderer.
+_PLAIN_LINE = re.compile(r"(?!\d{1,9}[.)](?:\s|$))[^\W_](?:[^\W_]|[ ,.;:?!'\"’“”()/%$@#+=-])*(?<! )")
+
+
+def plain_paragraphs(text: str) -> str | None:
+    """The HTML of text without Markdown syntax (paragraphs split at blank lines), or None when it may have some."""
+    lines = text.split("\n")
+    if not all(line == "" or _PLAIN_LINE.fullmatch(line) for line in lines):
+        return None
+    paragraphs: list[list[str]] = [[]]
+    for line in lines:
+        if line:
+            paragraphs[-1].append(html.escape(line, quote=False))
+        elif paragraphs[-1]:
+            paragraphs.append([])
+    return "".join("<p>" + "\n".join(paragraph) + "</p>\n" for paragraph in paragraphs if paragraph)
 
 
 def render_markdown(text: str | None) -> Markup:
     """Markdown to safe HTML (see the module docstring)."""
-    html = _markdown.render(text or "")
+    plain = plain_paragraphs(text or "")
+    return Markup(plain if plain is not None else markdown_to_safe_html(text or ""))
+
+
+def markdown_to_safe_html(text: str) -> str:
+    """The full path: markdown-it, then nh3."""
+    rendered = _markdown.render(text)
     # Headings of a chat message are demoted: an h1 in a reply must not outrank the page's own headings.
     for level in (1, 2):
-        html = html.replace(f"<h{level}>", "<h3>").replace(f"</h{level}>", "</h3>")
-    cleaned = nh3.clean(
-        html,
+        rendered = rendered.replace(f"<h{level}>", "<h3>").replace(f"</h{level}>", "</h3>")
+    return nh3.clean(
+        rendered,
         tags=set(MARKDOWN_TAGS),
         attributes={"a": {"href"}},
         url_schemes=set(LINK_SCHEMES),
         link_rel=LINK_REL,
         set_tag_attribute_values={"a": {"target": "_blank"}},
     )
-    return Markup(cleaned)
 
 
 def pretty_json(value: Any) -> str:

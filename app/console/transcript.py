@@ -6,7 +6,9 @@ result become one line ("looked up order #W2378156: shipped") that expands to th
 compaction's card follows the last message it covers and shows its summary, range, token counts, the model that
 wrote it and its key decisions with their outbox state and the memory each became.
 
-Three queries whatever the length: messages with their agents' names, compactions, conclusions.
+Long conversations open on their latest page (``TRANSCRIPT_PAGE_MESSAGES`` messages); earlier pages come one at a
+time, each ending where the next begins, so every message is on exactly one page. A tool result is on its call's page
+and a compaction card on the page of the last message it covers. Four queries a page whatever the length.
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from typing import Any
+from typing import Any, Protocol
 
+from sqlalchemy import func
+from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
 from app.models import (
@@ -29,6 +33,10 @@ from app.models import (
     OutboxStatus,
 )
 
+# The messages a page of the transcript holds (a few more when tool results follow its first message).
+TRANSCRIPT_PAGE_MESSAGES = 100
+# How many calling messages back the caller of a tool result is looked for (see ``_called_before``).
+CALLER_LOOKBACK = 20
 ARGUMENT_PREVIEW_CHARS = 60
 GIST_CHARS = 80
 # How a call reads on its one line; ``{name}`` placeholders come from the call's arguments.
@@ -43,6 +51,43 @@ TOOL_PHRASES: dict[str, str] = {
     "transfer_to_human": "handed the conversation to a person",
 }
 GIST_KEYS = ("status", "message", "summary", "total_orders")
+
+
+# Only what the transcript shows is read from a message row.
+MESSAGE_COLUMNS = (
+    col(Message.id),
+    col(Message.role),
+    col(Message.author),
+    col(Message.content),
+    col(Message.private),
+    col(Message.created_at),
+    col(Message.tool_calls),
+    col(Message.tool_call_id),
+)
+
+
+class MessageFields(Protocol):
+    """What a transcript entry is built from: a ``Message`` or a row of ``MESSAGE_COLUMNS``."""
+
+    @property
+    def id(self) -> int | None: ...
+    @property
+    def role(self) -> MessageRole: ...
+    @property
+    def author(self) -> MessageAuthor: ...
+    @property
+    def content(self) -> str | None: ...
+    @property
+    def private(self) -> bool: ...
+    @property
+    def created_at(self) -> datetime: ...
+    @property
+    def tool_calls(self) -> list[dict[str, Any]] | None: ...
+
+
+class ResultFields(Protocol):
+    @property
+    def content(self) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -96,6 +141,13 @@ class TranscriptEntry:
     compaction: CompactionCard | None = None
 
 
+@dataclass(frozen=True)
+class TranscriptPage:
+    entries: list[TranscriptEntry]
+    earlier_before: int | None  # when earlier messages exist: the id "Show earlier messages" pages back from
+    last_message_id: int  # the newest message on the page (0 when there is none)
+
+
 class _Placeholders(dict[str, str]):
     def __missing__(self, key: str) -> str:
         return "?"
@@ -140,7 +192,7 @@ def result_gist(content: str | None) -> tuple[str, bool]:
     return "done", False
 
 
-def tool_lines(message: Message, results: Mapping[str, Message]) -> list[ToolLine]:
+def tool_lines(message: MessageFields, results: Mapping[str, ResultFields]) -> list[ToolLine]:
     lines = []
     for call in message.tool_calls or []:
         function = call.get("function") or {}
@@ -171,14 +223,23 @@ def model_label(compaction: Compaction) -> str:
     return f"summary model {compaction.summary_model}"
 
 
-def _cards(session: Session, conversation_id: int) -> list[CompactionCard]:
+def _cards(session: Session, conversation_id: int, start_id: int, end_before: int | None) -> list[CompactionCard]:
+    """The cards of the compactions whose last message is in ``[start_id, end_before)``, in transcript order."""
+    conditions = [col(Compaction.conversation_id) == conversation_id, col(Compaction.last_message_id) >= start_id]
+    if end_before is not None:
+        conditions.append(col(Compaction.last_message_id) < end_before)
     compactions = session.exec(
-        select(Compaction).where(Compaction.conversation_id == conversation_id).order_by(col(Compaction.id))
+        select(Compaction).where(*conditions).order_by(col(Compaction.last_message_id), col(Compaction.id))
     ).all()
     if not compactions:
         return []
     conclusions = session.exec(
-        select(Conclusion).where(Conclusion.conversation_id == conversation_id).order_by(col(Conclusion.id))
+        select(Conclusion)
+        .where(
+            col(Conclusion.conversation_id) == conversation_id,
+            col(Conclusion.source_message_last_id).in_({c.last_message_id for c in compactions}),
+        )
+        .order_by(col(Conclusion.id))
     ).all()
     by_range: dict[tuple[int | None, int | None], list[DecisionView]] = {}
     for row in conclusions:
@@ -203,29 +264,114 @@ def _cards(session: Session, conversation_id: int) -> list[CompactionCard]:
     return cards
 
 
-def load_transcript(session: Session, conversation_id: int, *, after_id: int = 0) -> list[TranscriptEntry]:
-    """Messages after ``after_id`` in order, with compaction cards after the last message each covers."""
-    rows = session.exec(
-        select(Message, Agent.name)
-        .outerjoin(Agent, col(Agent.id) == col(Message.agent_id))
-        .where(Message.conversation_id == conversation_id, col(Message.id) > after_id)
-        .order_by(col(Message.id))
+def _page_start(session: Session, conversation_id: int, before_id: int | None) -> tuple[int, bool]:
+    """(the first message id of the page that ends before ``before_id``, whether earlier messages exist).
+
+    A page holds the ``TRANSCRIPT_PAGE_MESSAGES`` messages before ``before_id`` (all the latest ones without it),
+    widened back to a message that is not a tool result: a result stays on its caller's page. One query.
+    """
+    in_conversation = col(Message.conversation_id) == conversation_id
+    bounded = [in_conversation] if before_id is None else [in_conversation, col(Message.id) < before_id]
+    oldest_counted = (
+        sa_select(col(Message.id))
+        .where(*bounded)
+        .order_by(col(Message.id).desc())
+        .offset(TRANSCRIPT_PAGE_MESSAGES - 1)
+        .limit(1)
+        .scalar_subquery()
+    )
+    start = (
+        sa_select(func.max(Message.id))
+        .where(in_conversation, col(Message.role) != MessageRole.TOOL, col(Message.id) <= oldest_counted)
+        .scalar_subquery()
+    )
+    first = sa_select(func.min(Message.id)).where(in_conversation).scalar_subquery()
+    start_id, first_id = session.execute(sa_select(start, first)).one()
+    if start_id is None:  # the whole conversation before ``before_id`` fits on the page
+        return 0, False
+    return int(start_id), first_id is not None and first_id < start_id
+
+
+def _message_rows(session: Session, conversation_id: int, start_id: int, end_before: int | None) -> list[Any]:
+    conditions = [col(Message.conversation_id) == conversation_id, col(Message.id) >= start_id]
+    if end_before is not None:
+        conditions.append(col(Message.id) < end_before)
+    return list(
+        session.execute(
+            sa_select(*MESSAGE_COLUMNS, col(Agent.name).label("agent_name"))
+            .outerjoin(Agent, col(Agent.id) == col(Message.agent_id))
+            .where(*conditions)
+            .order_by(col(Message.id))
+        ).all()
+    )
+
+
+def _results_after(session: Session, conversation_id: int, end_before: int, call_ids: set[str]) -> dict[str, Any]:
+    """Results written after the page's end for calls on the page (a message came in between call and result)."""
+    found = session.execute(
+        sa_select(col(Message.tool_call_id), col(Message.content)).where(
+            col(Message.conversation_id) == conversation_id,
+            col(Message.id) >= end_before,
+            col(Message.role) == MessageRole.TOOL,
+            col(Message.tool_call_id).in_(call_ids),
+        )
     ).all()
-    results = {m.tool_call_id: m for m, _ in rows if m.role == MessageRole.TOOL and m.tool_call_id}
-    folded = {call.get("id") for m, _ in rows for call in (m.tool_calls or [])}
-    cards_after: dict[int, list[CompactionCard]] = {}
-    for card in _cards(session, conversation_id) if after_id == 0 else []:
-        cards_after.setdefault(card.last_message_id, []).append(card)
+    return {row.tool_call_id: row for row in found}
+
+
+def _called_before(session: Session, conversation_id: int, start_id: int, call_ids: set[str]) -> set[str]:
+    """Which of these results answer a call on an earlier page (they are shown there, folded into its line).
+
+    A turn runs its tool calls before its next model call, so a result's caller is among the latest calling
+    messages before it: ``CALLER_LOOKBACK`` of them are plenty.
+    """
+    callers = session.execute(
+        sa_select(col(Message.tool_calls))
+        .where(
+            col(Message.conversation_id) == conversation_id,
+            col(Message.id) < start_id,
+            col(Message.role) == MessageRole.ASSISTANT,
+            col(Message.tool_calls).is_not(None),
+        )
+        .order_by(col(Message.id).desc())
+        .limit(CALLER_LOOKBACK)
+    ).all()
+    return {str(call.get("id")) for row in callers for call in row.tool_calls or []} & call_ids
+
+
+def load_transcript(
+    session: Session, conversation_id: int, *, before_id: int | None = None, through_latest: bool = True
+) -> TranscriptPage:
+    """A page of the transcript: the messages before ``before_id`` (the latest without it), through the latest
+    message when ``through_latest``, with each compaction card after the last message it covers.
+
+    Four queries (page start, messages, compactions, conclusions); one more in the rare case a message came
+    between a tool call and its result right at a page boundary.
+    """
+    start_id, has_earlier = _page_start(session, conversation_id, before_id)
+    end_before = None if through_latest else before_id
+    rows = _message_rows(session, conversation_id, start_id, end_before)
+    calls = {str(call.get("id")) for row in rows for call in row.tool_calls or []}
+    results: dict[str, Any] = {r.tool_call_id: r for r in rows if r.role == MessageRole.TOOL and r.tool_call_id}
+    if end_before is not None and calls - results.keys():
+        results.update(_results_after(session, conversation_id, end_before, calls - results.keys()))
+    strays = {r.tool_call_id for r in rows if r.role == MessageRole.TOOL and r.tool_call_id} - calls
+    folded = calls | (_called_before(session, conversation_id, start_id, strays) if strays and has_earlier else set())
+    cards = _cards(session, conversation_id, start_id, end_before)
     entries: list[TranscriptEntry] = []
-    for message, agent_name in rows:
-        assert message.id is not None
-        if not (message.role == MessageRole.TOOL and message.tool_call_id in folded):
-            entries.append(TranscriptEntry(message=message_view(message, agent_name, results)))
-        entries += [TranscriptEntry(compaction=card) for card in cards_after.get(message.id, [])]
-    return entries
+    for row in rows:
+        while cards and cards[0].last_message_id < row.id:  # a card whose last message is gone goes where it was
+            entries.append(TranscriptEntry(compaction=cards.pop(0)))
+        if not (row.role == MessageRole.TOOL and row.tool_call_id in folded):
+            entries.append(TranscriptEntry(message=message_view(row, row.agent_name, results)))
+    entries += [TranscriptEntry(compaction=card) for card in cards]
+    newest = rows[-1].id if rows else 0
+    return TranscriptPage(entries, rows[0].id if has_earlier and rows else None, newest)
 
 
-def message_view(message: Message, agent_name: str | None, results: Mapping[str, Message]) -> TranscriptMessage:
+def message_view(
+    message: MessageFields, agent_name: str | None, results: Mapping[str, ResultFields]
+) -> TranscriptMessage:
     assert message.id is not None
     return TranscriptMessage(
         id=message.id,
@@ -237,8 +383,3 @@ def message_view(message: Message, agent_name: str | None, results: Mapping[str,
         agent_name=agent_name,
         tool_lines=tool_lines(message, results),
     )
-
-
-def last_message_id(entries: list[TranscriptEntry], default: int = 0) -> int:
-    ids = [entry.message.id for entry in entries if entry.message is not None]
-    return max(ids, default=default)

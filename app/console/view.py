@@ -11,9 +11,8 @@ from app.console.handoff import HandoffView, handoff_view
 from app.console.inbox import mark_read
 from app.console.transcript import (
     ToolLine,
-    TranscriptEntry,
     TranscriptMessage,
-    last_message_id,
+    TranscriptPage,
     load_transcript,
     message_view,
     tool_lines,
@@ -45,9 +44,8 @@ class ConversationState:
 @dataclass(frozen=True)
 class ConversationPage:
     state: ConversationState
-    entries: list[TranscriptEntry]
+    transcript: TranscriptPage
     handoff: HandoffView
-    last_message_id: int
 
 
 def load_state(session: Session, conversation: Conversation) -> ConversationState:
@@ -59,17 +57,21 @@ def load_state(session: Session, conversation: Conversation) -> ConversationStat
     return ConversationState(conversation, customer, assignee, options)
 
 
-def load_page(session: Session, conversation: Conversation, *, staff_id: int) -> ConversationPage:
-    """Everything the page shows; marks the conversation read by this staff member (commits)."""
+def load_page(
+    session: Session, conversation: Conversation, *, staff_id: int, before_id: int | None = None
+) -> ConversationPage:
+    """Everything the page shows, the transcript from the page before ``before_id`` (the latest page without it)
+    through the latest message; marks the conversation read by this staff member (commits)."""
     assert conversation.id is not None
     state = load_state(session, conversation)
-    entries = load_transcript(session, conversation.id)
+    transcript = load_transcript(session, conversation.id, before_id=before_id)
     handoff = handoff_view(session, conversation.id)
-    newest = last_message_id(entries)
-    if newest:
-        mark_read(session, staff_id=staff_id, conversation_id=conversation.id, through_message_id=newest)
+    if transcript.last_message_id:
+        mark_read(
+            session, staff_id=staff_id, conversation_id=conversation.id, through_message_id=transcript.last_message_id
+        )
     session.commit()
-    return ConversationPage(state, entries, handoff, newest)
+    return ConversationPage(state, transcript, handoff)
 
 
 @dataclass(frozen=True)

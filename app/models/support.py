@@ -88,7 +88,12 @@ class ConversationBase(SQLModel):
 
 class Conversation(ConversationBase, table=True):
     __tablename__ = "conversations"
-    __table_args__ = (sa.Index("ix_conversations_public_id", "public_id", unique=True), NEVER_REUSE_IDS)
+    __table_args__ = (
+        sa.Index("ix_conversations_public_id", "public_id", unique=True),
+        # The console's inbox reads each status newest first (``app.console.inbox``).
+        sa.Index("ix_conversations_status_updated_at_id", "status", "updated_at", "id"),
+        NEVER_REUSE_IDS,
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     public_id: str = Field(default_factory=new_conversation_public_id, max_length=PUBLIC_ID_LENGTH)

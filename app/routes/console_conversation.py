@@ -27,6 +27,7 @@ from app.console.transcript import load_transcript
 from app.console.view import live_entry, load_page, load_state
 from app.deps import ServicesDep, WorkerDep
 from app.events import Event
+from app.http_input import MAX_DATABASE_INT
 from app.models import Conversation
 from app.routes.console_common import ConsoleError, after_action, event_stream, page, sse_frame
 from app.routes.console_inbox import signed_in_check
@@ -39,6 +40,7 @@ MAX_PUBLIC_ID_CHARS = 64
 MAX_TEXT_CHARS = 20_000
 ConversationRef = Annotated[str, Path(max_length=MAX_PUBLIC_ID_CHARS)]
 TextField = Annotated[str, Form(max_length=MAX_TEXT_CHARS)]
+BeforeQuery = Annotated[int | None, Query(ge=1, le=MAX_DATABASE_INT, description="Page back from this message")]
 STATE_EVENTS = frozenset({"conversation.status", "conversation.assigned"})
 
 
@@ -54,12 +56,17 @@ def _conversation(session: Session, ref: str) -> Conversation:
 
 
 @router.get("/{ref}", response_class=HTMLResponse)
-async def conversation_page(request: Request, ref: ConversationRef, services: ServicesDep, staff: WorkerDep) -> Any:
+async def conversation_page(
+    request: Request, ref: ConversationRef, services: ServicesDep, staff: WorkerDep, before: BeforeQuery = None
+) -> Any:
+    """The conversation with its latest page of messages, or (``before``: the "Show earlier messages" link
+    without JavaScript) from the page before that message through the latest."""
+
     def load() -> Any:
         with Session(services.db, expire_on_commit=False) as session:
             conversation = _conversation(session, ref)
             assert conversation.id is not None
-            return load_page(session, conversation, staff_id=staff.id)
+            return load_page(session, conversation, staff_id=staff.id, before_id=before)
 
     key = await anyio.to_thread.run_sync(_key, services, ref)
     position = services.broker.position(key)  # before loading: a message stored meanwhile comes again, not never
@@ -89,12 +96,17 @@ def conversation_state(request: Request, ref: ConversationRef, services: Service
 
 
 @router.get("/{ref}/transcript", response_class=HTMLResponse)
-def conversation_transcript(request: Request, ref: ConversationRef, services: ServicesDep, staff: WorkerDep) -> Any:
+def conversation_transcript(
+    request: Request, ref: ConversationRef, services: ServicesDep, staff: WorkerDep, before: BeforeQuery = None
+) -> Any:
+    """The latest page of the transcript (reloaded after a compaction), or with ``before`` only the page before
+    that message (htmx puts it above, in place of the "Show earlier messages" control)."""
     with Session(services.db, expire_on_commit=False) as session:
         conversation = _conversation(session, ref)
-        entries = load_transcript(session, conversation.id or 0)
+        transcript = load_transcript(session, conversation.id or 0, before_id=before, through_latest=before is None)
         session.commit()
-    return page(request, "_transcript.html", staff=staff, entries=entries)
+    fragment = "_transcript.html" if before is None else "_transcript_page.html"
+    return page(request, fragment, staff=staff, transcript=transcript, ref=ref)
 
 
 @router.get("/{ref}/events", response_class=StreamingResponse)

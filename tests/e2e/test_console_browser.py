@@ -227,6 +227,46 @@ def test_customer_payloads_stay_inert_in_the_console_and_phone_sizes_work(
     assert sue.page.evaluate("window.__pwned") is None and not sue.dialogs and not sue.errors
 
 
+def _shown_ids(member: StaffBrowser) -> list[int]:
+    ids: list[int] = member.page.evaluate(
+        "[...document.querySelectorAll('#transcript > li.msg')].map(item => Number(item.dataset.id))"
+    )
+    return ids
+
+
+@pytest.mark.parametrize("size", ["desktop", "phone"])
+def test_a_long_conversation_shows_earlier_messages_above_on_request(
+    console: Callable[..., StaffBrowser], staff: dict[str, str], live: LiveApp, size: str
+) -> None:
+    with Session(live.services.db) as session:
+        seeded = seed_conversation(session, messages=300, compactions=5, customer_name=f"Paging {size}")
+    member = console(viewport=DESKTOP if size == "desktop" else PHONE)
+    member.sign_in(staff["agent2"])
+    member.page.wait_for_url("**/console")
+    member.page.goto(f"{live.url}/console/conversations/{seeded.public_id}")
+    latest = _shown_ids(member)
+    assert latest[-1] == seeded.message_ids[-1] and latest[0] > seeded.message_ids[0]
+    member.page.click("[data-action=show-earlier]")
+    member.page.locator("#transcript > li.msg").nth(len(latest)).wait_for(state="attached")
+    more = _shown_ids(member)
+    assert more[-len(latest) :] == latest and more == sorted(set(more))  # inserted above, nothing twice
+    member.page.locator(".compaction summary").last.click()
+    member.page.locator("[data-action=show-earlier]").scroll_into_view_if_needed()
+    member.screenshot(f"console-paged-conversation-{size}")
+    while member.page.locator("[data-action=show-earlier]").count():
+        before = len(_shown_ids(member))
+        member.page.click("[data-action=show-earlier]")
+        member.page.locator("#transcript > li.msg").nth(before).wait_for(state="attached")
+    everything = _shown_ids(member)
+    assert everything[0] == seeded.message_ids[0] and everything == sorted(set(everything))
+    assert member.page.locator("#transcript .compaction").count() == len(seeded.compaction_ids)
+    member.page.fill("#composer-text", f"{NOTE} ({size})")
+    member.page.click("button[data-action=note]")
+    member.page.locator("#transcript > li.msg:last-child", has_text=f"{NOTE} ({size})").wait_for()
+    width = member.page.evaluate("document.documentElement.scrollWidth")
+    assert width <= member.page.viewport_size["width"] and not member.errors
+
+
 def test_a_wrong_password_is_refused_and_an_expired_session_goes_back_to_sign_in(
     console: Callable[..., StaffBrowser], staff: dict[str, str], live: LiveApp
 ) -> None:
