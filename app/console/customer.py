@@ -8,7 +8,7 @@ pool with a timeout: a slow or stuck memory store costs the panel its memory lis
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 from typing import Any
 
@@ -16,7 +16,7 @@ import anyio
 from sqlmodel import Session, col, func, select
 
 from app.memory_outbox import memory_customer_id
-from app.models import Conversation, Customer
+from app.models import Agent, Conversation, Customer
 from app.services import Services
 from app.tools import ToolContext
 from app.tools.registry import ErrorCode
@@ -27,6 +27,7 @@ ORDERS_TOOL = "list_orders"
 ORDERS_SHOWN = 10
 MEMORY_PANEL_TIMEOUT_S = 5.0
 SOURCE_LABELS = {"compaction": "compaction", "nightly_sync": "sync", "agent": "human"}
+STAFF_ACTOR_PREFIX = "agent:"
 
 
 @dataclass(frozen=True)
@@ -157,4 +158,25 @@ async def load_memories(services: Services, customer_id: int) -> MemoriesView:
         )
     except (CustomerMemoryError, TimeoutError, RuntimeError) as error:
         return MemoriesView(problem=f"Memories are unavailable right now ({error}). Try again shortly.")
-    return MemoriesView(items=memory_views(items))
+    views = memory_views(items)
+    editors = {view.edited_by for view in views if view.edited_by}
+    names = await anyio.to_thread.run_sync(_staff_names, services, editors) if editors else {}
+    return MemoriesView(
+        items=[replace(view, edited_by=names.get(view.edited_by or "", view.edited_by)) for view in views]
+    )
+
+
+def _staff_names(services: Services, actors: set[str]) -> dict[str, str]:
+    """Staff members' names for actors like ``agent:7`` (memories store who edited them as an actor); an actor that
+    is not a staff member (``cli``), or one since removed, keeps its raw form."""
+    ids = {int(actor[len(STAFF_ACTOR_PREFIX) :]) for actor in actors if _is_staff_actor(actor)}
+    if not ids:
+        return {}
+    with Session(services.db) as session:
+        rows = session.exec(select(Agent.id, Agent.name).where(col(Agent.id).in_(ids))).all()
+        session.commit()
+    return {f"{STAFF_ACTOR_PREFIX}{agent_id}": name for agent_id, name in rows}
+
+
+def _is_staff_actor(actor: str) -> bool:
+    return actor.startswith(STAFF_ACTOR_PREFIX) and actor[len(STAFF_ACTOR_PREFIX) :].isdigit()

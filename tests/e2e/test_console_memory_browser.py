@@ -51,7 +51,7 @@ CONFLICTING_SUMMARY = f"""## Customer Goal
 """
 EDITED_DUE = "2026-12-20"
 EDITED = f"Ship the replacement kettle for {ORDER} by {EDITED_DUE}, by express courier."
-EDITED_EXPIRY = "2027-01-19"  # a promise expires 30 days after it falls due
+EDITED_EXPIRY = "2027-01-31"  # set in the form: later than the promise rule's 2027-01-19
 SUPERVISOR = ("sue@example.com", "Sue Park", AgentRole.SUPERVISOR)
 AGENT = ("sam@example.com", "Sam Rivera", AgentRole.AGENT)
 CHAT_REPLY = "Noted. " + "I have recorded every detail of your request. " * 6
@@ -185,6 +185,7 @@ def test_a_supervisors_edit_in_the_panel_is_locked_and_survives_a_later_conflict
     item.locator(".memory__edit summary").click()
     item.locator("textarea[name=text]").fill(EDITED)
     item.locator("input[name=due_date]").fill(EDITED_DUE)
+    item.locator("input[name=expires_on]").fill(EDITED_EXPIRY)
     item.locator("[data-action=save-memory]").click()
     edited = sue.page.locator(f'#memories [data-memory="{kettle.promise.id}"].memory--locked')
     edited.wait_for(state="visible")  # the panel was swapped for the refreshed list
@@ -192,9 +193,16 @@ def test_a_supervisors_edit_in_the_panel_is_locked_and_survives_a_later_conflict
     assert edited.locator(".due").inner_text() == EDITED_DUE
     assert edited.locator(".expires").inner_text() == EDITED_EXPIRY
     assert "locked" in edited.locator(".badge--locked").inner_text()
+    assert f"edited by {SUPERVISOR[1]}" in edited.locator(".memory__dates").inner_text()
+    edited.locator("button", has_text="History").click()
+    history = edited.locator(".memory__history .history")
+    history.wait_for(state="visible")
+    assert "by 2026-12-02." in history.locator("del").first.inner_text()  # the compaction's text, kept
+    assert EDITED in history.inner_text()
     sue.screenshot("console-memory-edited-desktop", full_page=True)
     stored = _memories(live, kettle.customer_key)[kettle.promise.id]
     assert stored.locked and stored.text == EDITED and stored.due_date == date.fromisoformat(EDITED_DUE)
+    assert stored.metadata["expires_on"] == EDITED_EXPIRY
 
     summaries.append(CONFLICTING_SUMMARY)
     _chat(live, kettle.widget, kettle.conversation, _long_turns("Still waiting"), already=kettle.messages_sent)
@@ -207,6 +215,7 @@ def test_a_supervisors_edit_in_the_panel_is_locked_and_survives_a_later_conflict
     assert kept.locator(".badge--locked").count() == 1
     assert kept.locator(".memory__text").inner_text() == EDITED
     assert kept.locator(".due").inner_text() == EDITED_DUE
+    assert kept.locator(".expires").inner_text() == EDITED_EXPIRY
     [conflicting] = [m for m in _memories(live, kettle.customer_key).values() if "2026-12-05" in m.text]
     assert conflicting.superseded_by == kettle.promise.id and not conflicting.active
     automatic = sue.page.locator(f'#memories [data-memory="{conflicting.id}"]')
