@@ -360,15 +360,7 @@ class AgentService:
             result = await anyio.to_thread.run_sync(self.tools.execute, call.name, call.arguments, tool_context)
             session.commit()  # ends the read transaction of a read-only tool
             tool_message = self._persist(
-                session,
-                conversation,
-                Message(
-                    conversation_id=conversation.id,
-                    role=MessageRole.TOOL,
-                    author=MessageAuthor.SYSTEM,
-                    content=result.content,
-                    tool_call_id=call.id,
-                ),
+                session, conversation, Message.tool_result(conversation.id, call.id, result.content)
             )
             assert tool_message.id is not None
             context.append({"role": "tool", "tool_call_id": call.id, "content": result.content, "id": tool_message.id})

@@ -272,17 +272,7 @@ class TurnPreparation:
         )
         result = self.tools.execute(call.name, call.arguments, tool_context)
         session.commit()
-        answered = self.persist(
-            session,
-            conversation,
-            Message(
-                conversation_id=conversation.id,
-                role=MessageRole.TOOL,
-                author=MessageAuthor.SYSTEM,
-                content=result.content,
-                tool_call_id=call.id,
-            ),
-        )
+        answered = self.persist(session, conversation, Message.tool_result(conversation.id, call.id, result.content))
         assert asked.id is not None and answered.id is not None
         messages: list[ChatMessage] = [
             {"role": "assistant", "content": None, "tool_calls": [part], "id": asked.id},

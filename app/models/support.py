@@ -153,6 +153,17 @@ class Message(MessageBase, table=True):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
 
+    @classmethod
+    def tool_result(cls, conversation_id: int, call_id: str, content: str) -> Message:
+        """The stored result of one tool call, answering the assistant message that made it."""
+        return cls(
+            conversation_id=conversation_id,
+            role=MessageRole.TOOL,
+            author=MessageAuthor.SYSTEM,
+            content=content,
+            tool_call_id=call_id,
+        )
+
 
 class MessagePublic(SQLModel):
     """A message as the API and the live events show it; ``customer_visible`` is the one rule for what a customer
