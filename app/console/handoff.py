@@ -25,6 +25,7 @@ from app.llm import LLMGateway
 from app.models import AuditEvent, HandoffSummary, Message, MessageRole
 from app.settings import Settings
 from app.tools.handoff import HANDOFF_ACTION
+from compression.decisions import DECISION_SECTIONS, ParsedItem, parse_item
 from compression.fallback import fallback_summary
 from compression.messages import ChatMessage
 from compression.sections import (
@@ -62,8 +63,17 @@ def _lists(summary: str) -> tuple[list[str], list[str], list[str]]:
     sections = parse_sections(summary)
     wants = sections.get(CUSTOMER_GOAL, []) + sections.get(PENDING_ASKS, [])
     tried = sections.get(ACTIONS_TAKEN, [])
-    promised = sections.get(PROMISES, []) + sections.get(KEY_DECISIONS, [])
+    promised = [
+        _readable(parse_item(DECISION_SECTIONS[title], raw))
+        for title in (PROMISES, KEY_DECISIONS)
+        for raw in sections.get(title, [])
+    ]
     return wants, tried, promised
+
+
+def _readable(item: ParsedItem) -> str:
+    """A promise or decision as a person reads it: the summary's ``{due: … | ids: …}`` annotation becomes a due date."""
+    return f"{item.text} (due {item.due_field})" if item.due_field else item.text
 
 
 def handoff_view(session: Session, conversation_id: int) -> HandoffView:

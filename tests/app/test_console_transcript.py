@@ -21,6 +21,7 @@ HANDOFF_NOTES = """## Customer Goal
 - Looked up order #W2378156: delivered.
 ## Promises & Commitments
 - Refund of $42.10 by 2026-12-02.
+- [P2] Replacement lid for #W2378156 {due: 2026-12-09 | ids: #W2378156}
 """
 
 
@@ -65,6 +66,7 @@ def test_a_handoff_summary_is_written_on_demand_by_the_summary_model(
     )
     assert written.status_code == 200
     assert "Get the broken kettle refunded." in written.text and "Refund of $42.10 by 2026-12-02." in written.text
+    assert "Replacement lid for #W2378156 (due 2026-12-09)" in written.text and "{due:" not in written.text
     assert f"written on request by {SUMMARY_MODEL}" in written.text
     assert [request.model for request in scripted_server.chat_requests] == [SUMMARY_MODEL]
     assert "console.handoff_summary" in [e.action for e in audit_actions(console, "agent:1")]
