@@ -18,18 +18,16 @@ import resource
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import func
 from sqlmodel import Session, select
 
-from app.conversation_context import start_first_segment
 from app.db import create_db_engine, migrate
 from app.llm import UsageLedger
 from app.memory_outbox import SqlOutboxRepository
-from app.models import Conclusion, Conversation, Customer, Message, MessageAuthor, MessageRole
+from app.models import Conclusion
 from app.sync import SyncOptions, SyncRunner
 from compression import ContextCompressor
 from compression.types import Completion, Usage
@@ -37,9 +35,9 @@ from compression.types import Message as ChatMessage
 from memory.config import EmbedderKind, MemoryOptions, VectorStoreKind
 from memory.outbox import ConclusionOutbox
 from memory.store import CustomerMemory
+from tests.support.sync_data import promise_notes, seed_promise_conversations
 
 DEFAULT_CONVERSATIONS = 10_000
-SEED_BATCH = 500
 CONTEXT_LENGTH = 32_000
 
 
@@ -48,37 +46,8 @@ class InstantSummarizer:
 
     def complete(self, messages: list[ChatMessage], *, model: str, max_tokens: int) -> Completion:
         request = str(messages[-1].get("content"))
-        number = request.split("(case ")[1].split(")")[0]
-        notes = (
-            "## Customer Goal\n- A refund.\n## Promises & Commitments\n"
-            f"- Full refund for order #W{int(number):07d} {{due: 2026-12-05 | ids: #W{int(number):07d} | from: #1}}\n"
-        )
+        notes = promise_notes(request)
         return Completion(text=notes, model=model, usage=Usage(len(request) // 4, len(notes) // 4))
-
-
-def seed(url: str, count: int) -> None:
-    engine = create_db_engine(url)
-    long_ago = datetime.now(UTC) - timedelta(days=1)
-    with Session(engine) as session:
-        for start in range(0, count, SEED_BATCH):
-            for number in range(start, min(count, start + SEED_BATCH)):
-                customer = Customer(name=f"Customer {number}")
-                session.add(customer)
-                session.flush()
-                assert customer.id is not None
-                conversation = Conversation(customer_id=customer.id, updated_at=long_ago)
-                session.add(conversation)
-                session.flush()
-                start_first_segment(session, conversation)
-                assert conversation.id is not None
-                session.add_all([
-                    Message(conversation_id=conversation.id, role=MessageRole.USER, author=MessageAuthor.CUSTOMER,
-                            content=f"Order #W{number:07d} arrived broken (case {number})", created_at=long_ago),
-                    Message(conversation_id=conversation.id, role=MessageRole.ASSISTANT, author=MessageAuthor.BOT,
-                            content=f"I'll refund order #W{number:07d} in full by 2026-12-05.", created_at=long_ago),
-                ])  # fmt: skip
-            session.commit()
-    engine.dispose()
 
 
 def _counts(url: str, store: CustomerMemory, customers: int) -> tuple[int, int]:
@@ -94,7 +63,7 @@ def run(conversations: int, store_kind: str, concurrency: int) -> dict[str, Any]
     workdir = Path(tempfile.mkdtemp(prefix="memdesk-sync-bench-"))
     url = f"sqlite:///{workdir / 'memdesk.db'}"
     migrate(url)
-    seed(url, conversations)
+    seed_promise_conversations(url, conversations)
     options = MemoryOptions(data_dir=workdir, vector_store=VectorStoreKind(store_kind), embedder=EmbedderKind.HASHING)
     store = CustomerMemory(options)
     db = create_db_engine(url)

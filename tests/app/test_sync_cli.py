@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 import threading
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -18,59 +17,28 @@ from sqlalchemy import func
 from sqlmodel import Session, col, select
 
 from app.cli.sync import EXIT_CONVERSATIONS_FAILED, EXIT_SYNC_BUSY
-from app.conversation_context import start_first_segment
 from app.db import create_db_engine, migrate
 from app.memory_outbox import memory_customer_id
-from app.models import Conclusion, Conversation, Customer, Message, MessageAuthor, MessageRole, SyncRun
+from app.models import Conclusion, Conversation, Customer, SyncRun
 from app.sync import exclusive_sync
 from memory.store import CustomerMemory
 from tests.app.conftest import CHAT_MODEL, SUMMARY_MODEL, TEST_API_KEY
 from tests.app.serve_process import REPOSITORY_ROOT, TEST_SECRET_KEY, start_serve
 from tests.memory.conftest import hashing_options
 from tests.support.scripted_llm import RecordedRequest, ScriptedLLMServer, ScriptedReply
+from tests.support.sync_data import promise_notes, seed_promise_conversations
 
 CLI_TIMEOUT_S = 180
 ADMIN_TOKEN = "admin-token-for-the-sync-tests-0123456789"
 
 
 def _promise_notes(request: RecordedRequest) -> ScriptedReply:
-    """Notes as the summary prompt asks for them, holding the promise of the conversation's case number."""
-    text = str(request.messages[-1].get("content"))
-    number = int(text.split("(case ")[1].split(")")[0])
-    return ScriptedReply(
-        text="## Customer Goal\n- A refund.\n## Promises & Commitments\n"
-        f"- Full refund for order #W{number:07d} {{due: 2026-12-05 | ids: #W{number:07d} | from: #1}}\n"
-    )
+    return ScriptedReply(text=promise_notes(str(request.messages[-1].get("content"))))
 
 
 def _seed(url: str, count: int) -> list[tuple[int, str]]:
-    """``count`` idle conversations, each a customer's question and a reply promising a refund; (customer id,
-    conversation public id) of each."""
     migrate(url)
-    engine = create_db_engine(url)
-    long_ago = datetime.now(UTC) - timedelta(days=1)
-    seeded = []
-    with Session(engine, expire_on_commit=False) as session:
-        for number in range(1, count + 1):
-            customer = Customer(name=f"Customer {number}")
-            session.add(customer)
-            session.flush()
-            assert customer.id is not None
-            conversation = Conversation(customer_id=customer.id, updated_at=long_ago)
-            session.add(conversation)
-            session.flush()
-            start_first_segment(session, conversation)
-            assert conversation.id is not None
-            session.add_all([
-                Message(conversation_id=conversation.id, role=MessageRole.USER, author=MessageAuthor.CUSTOMER,
-                        content=f"Order #W{number:07d} arrived broken (case {number})", created_at=long_ago),
-                Message(conversation_id=conversation.id, role=MessageRole.ASSISTANT, author=MessageAuthor.BOT,
-                        content=f"I'll refund order #W{number:07d} in full by 2026-12-05.", created_at=long_ago),
-            ])  # fmt: skip
-            seeded.append((customer.id, conversation.public_id))
-        session.commit()
-    engine.dispose()
-    return seeded
+    return seed_promise_conversations(url, count)
 
 
 def _settings(data_dir: Path, llm: ScriptedLLMServer) -> dict[str, str]:

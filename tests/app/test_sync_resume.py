@@ -8,18 +8,17 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import func
 from sqlmodel import Session, col, select
 
-from app.conversation_context import start_first_segment
 from app.db import create_db_engine, migrate
-from app.models import Conclusion, Conversation, Customer, Message, MessageAuthor, MessageRole, SyncRun, SyncRunStatus
+from app.models import Conclusion, Conversation, SyncRun, SyncRunStatus
 from tests.app.conftest import CHAT_MODEL, SUMMARY_MODEL, TEST_API_KEY
 from tests.support.scripted_llm import RecordedRequest, ScriptedLLMServer, ScriptedReply
+from tests.support.sync_data import promise_notes, seed_promise_conversations
 
 CONVERSATIONS = 500
 SUMMARY_DELAY_S = 0.02
@@ -33,38 +32,8 @@ print(json.dumps({"scanned": len(report.conversations), "failed": report.record.
 """
 
 
-def _seed(url: str) -> None:
-    engine = create_db_engine(url)
-    long_ago = datetime.now(UTC) - timedelta(days=1)
-    with Session(engine) as session:
-        for number in range(CONVERSATIONS):
-            customer = Customer(name=f"Customer {number}")
-            session.add(customer)
-            session.flush()
-            assert customer.id is not None
-            conversation = Conversation(customer_id=customer.id, updated_at=long_ago)
-            session.add(conversation)
-            session.flush()
-            start_first_segment(session, conversation)
-            assert conversation.id is not None
-            session.add_all([
-                Message(conversation_id=conversation.id, role=MessageRole.USER, author=MessageAuthor.CUSTOMER,
-                        content=f"Order #W{number:07d} arrived broken (case {number})", created_at=long_ago),
-                Message(conversation_id=conversation.id, role=MessageRole.ASSISTANT, author=MessageAuthor.BOT,
-                        content=f"I'll refund order #W{number:07d} in full by 2026-12-05.", created_at=long_ago),
-            ])  # fmt: skip
-        session.commit()
-    engine.dispose()
-
-
 def _notes(request: RecordedRequest) -> ScriptedReply:
-    text = str(request.messages[-1].get("content"))
-    number = text.split("(case ")[1].split(")")[0]
-    notes = (
-        "## Customer Goal\n- A refund.\n## Promises & Commitments\n"
-        f"- Full refund for order #W{int(number):07d} {{due: 2026-12-05 | ids: #W{int(number):07d} | from: #1}}\n"
-    )
-    return ScriptedReply(text=notes, delay_s=SUMMARY_DELAY_S)
+    return ScriptedReply(text=promise_notes(str(request.messages[-1].get("content"))), delay_s=SUMMARY_DELAY_S)
 
 
 def _environment(tmp_path: Path, url: str, llm: ScriptedLLMServer) -> dict[str, str]:
@@ -97,7 +66,7 @@ def _synced(url: str) -> int:
 def test_a_sync_killed_mid_run_resumes_with_every_conclusion_exactly_once(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'memdesk.db'}"
     migrate(url)
-    _seed(url)
+    seed_promise_conversations(url, CONVERSATIONS)
     with ScriptedLLMServer() as llm:
         llm.set_rule(_notes)
         environment = _environment(tmp_path, url, llm)
