@@ -244,7 +244,9 @@ class AgentService:
         state = self._states.get(conversation.id)
         recall = await start_recall(self.memory_section, customer.id, state.latest_customer_text if state else None)
         try:
-            loaded = load_context(session, conversation.id, self._instructions(customer))
+            loaded = load_context(
+                session, conversation.id, self._instructions(customer), with_index=engine.wants_stored_index
+            )
             context = aged_context(engine, loaded, conversation.id, self.metrics)
             session.commit()
         except BaseException:

@@ -5,9 +5,9 @@ plus the turns since, so the latest ``Compaction`` alone describes the context, 
 messages before its range (the first exchange, until a second compaction takes it in), its notes, and the
 messages after its range. Private agent notes never enter the context.
 
-Each context message carries the ``id`` of its row (and ``created_at``), and the notes message carries the id range
-it stands for under ``NOTES_KEY``, so the compressor's index ranges map back to message ids; ``app.llm`` strips
-those keys before sending.
+Each context message carries the ``id`` of its row (and ``created_at``, and on request its stored compressor index),
+and the notes message carries the id range it stands for under ``NOTES_KEY``, so the compressor's index ranges map
+back to message ids; ``app.llm`` strips those keys before sending.
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ CONTEXT_COLUMNS = (
 
 
 def to_chat_message(row: Any) -> ChatMessage:
-    """One transcript row (a ``Message`` or a row of ``CONTEXT_COLUMNS``) in OpenAI chat format."""
+    """One transcript row (a ``Message`` or a row of ``CONTEXT_COLUMNS``, with or without the index) in OpenAI chat
+    format."""
     role = row.role
     chat: ChatMessage = {"role": role.value if hasattr(role, "value") else role, "content": row.content, "id": row.id}
     if row.tool_calls:
@@ -51,6 +52,9 @@ def to_chat_message(row: Any) -> ChatMessage:
     if row.tool_call_id:
         chat["tool_call_id"] = row.tool_call_id
     chat["created_at"] = row.created_at.isoformat()
+    index = getattr(row, "compressor_index", None)
+    if index is not None:
+        chat["memdesk_index"] = index
     return chat
 
 
@@ -61,10 +65,15 @@ def latest_compaction(session: Session, conversation_id: int) -> Compaction | No
     return session.exec(statement.limit(1)).first()
 
 
-def load_context(session: Session, conversation_id: int, system_prompt: str) -> list[ChatMessage]:
-    """System prompt + transcript with the latest compaction's summary in place of the range it covers."""
+def load_context(
+    session: Session, conversation_id: int, system_prompt: str, *, with_index: bool = False
+) -> list[ChatMessage]:
+    """System prompt + transcript with the latest compaction's summary in place of the range it covers; with
+    ``with_index``, each message carries its stored compressor index (for an engine that has not seen them yet:
+    reading the index costs a JSON document per message, so it is not read every turn)."""
     compaction = latest_compaction(session, conversation_id)
-    statement = sa_select(*CONTEXT_COLUMNS).where(
+    columns = (*CONTEXT_COLUMNS, col(Message.compressor_index)) if with_index else CONTEXT_COLUMNS
+    statement = sa_select(*columns).where(
         col(Message.conversation_id) == conversation_id,
         col(Message.private).is_(False),
         col(Message.role) != MessageRole.SYSTEM,

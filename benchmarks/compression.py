@@ -9,9 +9,10 @@ pinned-identifier mechanism, not the summarizer). The baseline is the same sessi
 repeated at a 32k and a 128k window; ``cost_ratio`` adds what the summaries cost at example prices.
 
 Also reported: ``decisions`` (a session of weekday-phrased promises across several compactions and midnights,
-``benchmarks.decision_session``), ``cold_500_message_context`` (one compaction of a ~500-message context, first in
-fresh processes and as the app runs it), and ``app_replay`` (the real app at an 8k window,
-``benchmarks.compaction_replay``).
+``benchmarks.decision_session``), ``cold_500_message_context`` (one compaction of a ~500-message context: first
+in fresh processes that read the messages as the app stores them, with the compressor index made when each was
+written, and without it as older rows have none; and as the app runs it in a process that saw them arrive), and
+``app_replay`` (the real app at an 8k window, ``benchmarks.compaction_replay``).
 """
 
 from __future__ import annotations
@@ -20,13 +21,15 @@ import argparse
 import json
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks.support_sessions import Session, generate_session, turn_messages
 from compression import ContextCompressor, create_engine, registered_engines
-from compression.pruning import shrink_tool_output
+from compression.message_index import INDEX_KEY, default_extractor, index_message
+from compression.pruning import clear_shrink_cache
 from compression.tokens import estimate_message_tokens, estimate_messages_tokens, estimate_text_tokens
 from compression.types import Completion, Message, Usage
 
@@ -241,11 +244,11 @@ def _first_500_messages(session: Session) -> list[list[Message]]:
 
 
 COLD_PROCESS_SCRIPT = """
-import time
-from benchmarks.compression import _first_500_messages, ScriptedSummarizer, MAIN_MODEL, SUMMARY_MODEL, CONTEXT_LENGTH
-from benchmarks.support_sessions import generate_session
+import json, sys, time
+from benchmarks.compression import ScriptedSummarizer, MAIN_MODEL, SUMMARY_MODEL, CONTEXT_LENGTH
 from compression import ContextCompressor
-messages = [m for group in _first_500_messages(generate_session()) for m in group]
+with open(sys.argv[1], encoding="utf-8") as file:
+    messages = json.load(file)
 started = time.perf_counter()
 engine = ContextCompressor(model=MAIN_MODEL, context_length=CONTEXT_LENGTH, summary_llm=ScriptedSummarizer(),
                            summary_model_override=SUMMARY_MODEL)
@@ -266,24 +269,37 @@ class ColdRuns:
     compress_cpu: list[float] = field(default_factory=list)
 
 
-def time_cold_processes(runs: int = COLD_RUNS_500) -> ColdRuns:
-    """The first compaction of a ~500-message context, each in a fresh Python process (imports not timed), and
-    the construction of the engine before it (the first in the process compiles the patterns and templates)."""
+def as_stored(messages: list[Message], *, with_index: bool) -> str:
+    """``messages`` as a process that did not see them arrive reads them from the database: as JSON, and (as the app
+    stores them) each with the compressor index made when it was written, or without (older rows)."""
+    if with_index:
+        indexed = [index_message(m, default_extractor()) for m in messages]
+        messages = [{**m, INDEX_KEY: index} if index else m for m, index in zip(messages, indexed, strict=True)]
+    return json.dumps(messages, default=str)
+
+
+def time_cold_processes(stored: str, runs: int = COLD_RUNS_500) -> ColdRuns:
+    """The first compaction of a ~500-message context, each in a fresh Python process (imports and reading the
+    messages not timed), and the construction of the engine before it (the first in the process compiles the
+    patterns and templates)."""
     cold = ColdRuns()
-    for _ in range(runs):
-        output = subprocess.run(
-            [sys.executable, "-c", COLD_PROCESS_SCRIPT], capture_output=True, text=True, check=True
-        ).stdout
-        build_ms, compress_ms, compress_cpu_ms = output.strip().splitlines()[-1].split()
-        cold.builds.append(float(build_ms))
-        cold.compress.append(float(compress_ms))
-        cold.compress_cpu.append(float(compress_cpu_ms))
+    with tempfile.NamedTemporaryFile("w", suffix=".json", encoding="utf-8") as file:
+        file.write(stored)
+        file.flush()
+        for _ in range(runs):
+            output = subprocess.run(
+                [sys.executable, "-c", COLD_PROCESS_SCRIPT, file.name], capture_output=True, text=True, check=True
+            ).stdout
+            build_ms, compress_ms, compress_cpu_ms = output.strip().splitlines()[-1].split()
+            cold.builds.append(float(build_ms))
+            cold.compress.append(float(compress_ms))
+            cold.compress_cpu.append(float(compress_cpu_ms))
     return cold
 
 
 def _clear_caches() -> None:
     estimate_text_tokens.cache_clear()
-    shrink_tool_output.cache_clear()
+    clear_shrink_cache()
 
 
 def time_500_message_context(session: Session) -> dict[str, Any]:
@@ -311,7 +327,8 @@ def time_500_message_context(session: Session) -> dict[str, Any]:
         started = time.perf_counter()
         engine.compress(messages)
         warm.append((time.perf_counter() - started) * 1000)
-    cold = time_cold_processes()
+    cold = time_cold_processes(as_stored(messages, with_index=True))
+    unindexed = time_cold_processes(as_stored(messages, with_index=False))
     return {
         "messages": len(messages),
         "tokens": estimate_messages_tokens(messages),
@@ -321,6 +338,8 @@ def time_500_message_context(session: Session) -> dict[str, Any]:
         "compress_500_cold_ms_p95": round(percentile(cold.compress, 0.95), 3),
         "compress_500_cold_cpu_ms_p50": round(percentile(cold.compress_cpu, 0.50), 3),
         "compress_500_cold_cpu_ms_p95": round(percentile(cold.compress_cpu, 0.95), 3),
+        "compress_500_cold_unindexed_cpu_ms_p50": round(percentile(unindexed.compress_cpu, 0.50), 3),
+        "compress_500_cold_unindexed_cpu_ms_p95": round(percentile(unindexed.compress_cpu, 0.95), 3),
         "engine_build_cold_ms_p50": round(percentile(cold.builds, 0.50), 3),
         "preflight_ms_per_turn_p50": round(percentile(preflight, 0.50), 3),
         "preflight_ms_per_turn_p95": round(percentile(preflight, 0.95), 3),

@@ -29,8 +29,7 @@ def clear_caches() -> None:
     from compression import dates, facts, pruning, summarizer, tokens
 
     facts.clear_extraction_cache()
-    pruning.shrink_tool_output.cache_clear()
-    pruning._keeps_key.cache_clear()
+    pruning.clear_shrink_cache()
     tokens.estimate_text_tokens.cache_clear()
     dates._parse_iso.cache_clear()
     summarizer._stamp_text.cache_clear()

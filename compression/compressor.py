@@ -47,9 +47,10 @@ from compression.decisions import DecisionLedger, ReconcileContext
 from compression.engine import ContextEngine, register_engine, trace_event
 from compression.facts import DEFAULT_FACT_PATTERNS, FactExtractor, FactPattern
 from compression.fallback import fallback_summary
-from compression.messages import content_text, function_calls
+from compression.message_index import prime_caches, warm_caches
+from compression.messages import content_text
 from compression.pinning import PinnedIdentifiers, PinSelection, strip_pinned_block
-from compression.pruning import PRUNE_MIN_CHARS, is_pruned, prune_tool_outputs, shrink_tool_output
+from compression.pruning import prune_tool_outputs
 from compression.sanitize import sanitize_messages
 from compression.sections import trim_to_budget
 from compression.summarizer import (
@@ -238,21 +239,22 @@ class ContextCompressor(ContextEngine):
 
         Called every turn, this costs only the turn's new messages and keeps ``compress`` itself fast.
         """
-        count, fingerprint = self._indexed
-        start = count if count <= len(messages) and _fingerprint(messages, count) == fingerprint else 0
+        start = self._unindexed_from(messages)
+        prime_caches(messages[start:], self.extractor)  # what the host stored with them is not done again
         for message in messages[start:]:
-            if not isinstance(message, dict):
-                continue
-            content = message.get("content")
-            if message.get("role") == "tool" and isinstance(content, str):
-                if len(content) >= PRUNE_MIN_CHARS and not is_pruned(content):
-                    content = shrink_tool_output(content)
-                self.extractor.extract(content)
-            elif isinstance(content, str):
-                self.extractor.extract(content)
-            for call in function_calls(message):  # pinning reads tool-call arguments too
-                self.extractor.extract(call.arguments)
+            if isinstance(message, dict):
+                warm_caches(message, self.extractor)
         self._indexed = (len(messages), _fingerprint(messages, len(messages)))
+
+    @property
+    def wants_stored_index(self) -> bool:
+        """True until this engine has indexed a context: the first one in this process is the costly one."""
+        return self._indexed[0] == 0
+
+    def _unindexed_from(self, messages: list[Message]) -> int:
+        """Where the messages this engine has not indexed yet start (0 for a new engine or a different list)."""
+        count, fingerprint = self._indexed
+        return count if count <= len(messages) and _fingerprint(messages, count) == fingerprint else 0
 
     def age_tool_results(self, messages: list[Message]) -> AgingResult:
         """Micro-compaction (``compression.aging``); a trace event whenever a new batch of results ages."""
@@ -284,6 +286,7 @@ class ContextCompressor(ContextEngine):
         current_tokens: int | None = None,
         focus_topic: str | None = None,
     ) -> CompressionResult:
+        prime_caches(messages[self._unindexed_from(messages) :], self.extractor)
         clean = sanitize_messages(messages)
         result = self._compress(clean.messages, current_tokens=current_tokens, focus_topic=focus_topic)
         if clean.dropped or clean.repaired:

@@ -61,6 +61,11 @@ class ContextEngine(ABC):
         """Whether a local estimate of ``messages`` already calls for a compaction before sending."""
         return False
 
+    @property
+    def wants_stored_index(self) -> bool:
+        """Whether the host should pass the messages' stored index (``compression.message_index``) next time."""
+        return False
+
     def age_tool_results(self, messages: list[Message]) -> AgingResult:
         """The messages to send with old tool output shrunk (no LLM involved); unchanged by default."""
         return AgingResult(messages=messages)

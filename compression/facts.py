@@ -9,6 +9,7 @@ number of compactions.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -165,6 +166,7 @@ class _Scanner:
 
     def __init__(self, patterns: tuple[FactPattern, ...]) -> None:
         self.patterns = patterns
+        self.fingerprint = hashlib.blake2b(repr(patterns).encode(), digest_size=8).hexdigest()
         self.kinds = {f"k{index}": pattern.kind for index, pattern in enumerate(patterns)}
         self.required = tuple(dict.fromkeys(p.required for p in patterns if p.required))
         self._variants: dict[frozenset[str], re.Pattern[str]] = {}
@@ -213,9 +215,16 @@ def _extract(scanner: _Scanner, text: str) -> tuple[tuple[str, str], ...]:
     return tuple(found)
 
 
+# Identifiers a host stored with its messages (``compression.message_index``), by scanner and text: read before the
+# scan, so a new process does not scan again what an earlier one already did. Bounded like the scan cache; the
+# oldest entries go first.
+_remembered: dict[tuple[_Scanner, str], tuple[tuple[str, str], ...]] = {}
+
+
 def clear_extraction_cache() -> None:
     """Forget every text seen (the cache holds customer text; call it when a customer's data is erased)."""
     _extract.cache_clear()
+    _remembered.clear()
     normalize_identifier.cache_clear()
 
 
@@ -236,7 +245,22 @@ class FactExtractor:
         """(kind, value) pairs in order of appearance."""
         if not text:
             return ()
+        remembered = _remembered.get((self._scanner, text))
+        if remembered is not None:
+            return remembered
         return _extract(self._scanner, text)
+
+    def remember(self, text: str, found: tuple[tuple[str, str], ...]) -> None:
+        """Take ``found`` as what ``extract(text)`` returns: it was extracted before, by a scanner with this
+        ``fingerprint``, and stored with the text."""
+        if len(_remembered) >= _EXTRACT_CACHE_SIZE:
+            del _remembered[next(iter(_remembered))]
+        _remembered[(self._scanner, text)] = found
+
+    @property
+    def fingerprint(self) -> str:
+        """Identifies what this extractor finds: equal fingerprints, equal results for every text."""
+        return self._scanner.fingerprint
 
     def collect(self, texts: Iterable[str]) -> PinnedFacts:
         facts = self.empty()

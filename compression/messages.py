@@ -2,8 +2,9 @@
 
 ``ChatMessage`` is what goes to an OpenAI-compatible API (``role``, ``content``, ``tool_calls``, ``tool_call_id``,
 ``name``) plus what memdesk keeps beside it and strips before sending: ``id`` (the host's transcript row),
-``created_at`` (ISO 8601; relative dates are resolved against it) and ``memdesk_notes`` (the host's record on the
-notes message of a compaction). The helpers read any message, well-formed or not: input from a host or a model is
+``created_at`` (ISO 8601; relative dates are resolved against it), ``memdesk_notes`` (the host's record on the
+notes message of a compaction) and ``memdesk_index`` (the work a compaction does on the message, stored by the host:
+``compression.message_index``). The helpers read any message, well-formed or not: input from a host or a model is
 checked (``compression.sanitize``), never trusted.
 """
 
@@ -35,6 +36,7 @@ class ChatMessage(TypedDict, total=False):
     id: int
     created_at: Any  # an ISO 8601 string, or an aware datetime
     memdesk_notes: dict[str, Any]
+    memdesk_index: dict[str, Any]
 
 
 @dataclass(frozen=True)

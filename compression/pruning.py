@@ -156,9 +156,31 @@ def shrink_text(text: str) -> str:
     return f"{_header('text', text, note)}\n{text[:TEXT_HEAD_CHARS]}\n…\n{text[-TEXT_TAIL_CHARS:]}"
 
 
-@lru_cache(maxsize=SHRINK_CACHE_SIZE)
+# Reduced forms a host stored with its messages (``compression.message_index``), read before reducing again.
+_remembered: dict[str, str] = {}
+
+
 def shrink_tool_output(text: str) -> str:
     """The reduced form of one large tool output, chosen by what it contains (cached: outputs recur each turn)."""
+    remembered = _remembered.get(text)
+    return remembered if remembered is not None else _shrink(text)
+
+
+def remember_shrunk(text: str, reduced: str) -> None:
+    """Take ``reduced`` as the reduced form of ``text``: it was reduced before, by this version of pruning."""
+    if len(_remembered) >= SHRINK_CACHE_SIZE:
+        del _remembered[next(iter(_remembered))]
+    _remembered[text] = reduced
+
+
+def clear_shrink_cache() -> None:
+    _shrink.cache_clear()
+    _remembered.clear()
+    _keeps_key.cache_clear()
+
+
+@lru_cache(maxsize=SHRINK_CACHE_SIZE)
+def _shrink(text: str) -> str:
     stripped = text.lstrip()
     if stripped[:1] in ("{", "["):
         reduced = shrink_json(stripped)

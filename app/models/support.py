@@ -16,6 +16,8 @@ import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
 
 from app.models.base import PUBLIC_ID_LENGTH, enum_type, json_type, new_public_id, utc_now
+from compression.message_index import default_extractor, index_message
+from compression.messages import ChatMessage
 
 NAME_LENGTH = 200
 EMAIL_LENGTH = 320
@@ -152,6 +154,9 @@ class Message(MessageBase, table=True):
     # Usage reported by the LLM API for the request that produced this (assistant) message.
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    # What a compaction does with this message (reduced tool output, identifiers), done once when it is stored, so
+    # that a process that did not see it arrive (a restart, another worker) does not do it again.
+    compressor_index: dict[str, Any] | None = Field(default=None, sa_type=json_type(nullable=True))
 
     @classmethod
     def tool_result(cls, conversation_id: int, call_id: str, content: str) -> Message:
@@ -163,6 +168,16 @@ class Message(MessageBase, table=True):
             content=content,
             tool_call_id=call_id,
         )
+
+
+@sa.event.listens_for(Message, "before_insert")
+def _index_for_compaction(mapper: Any, connection: Any, message: Message) -> None:
+    # At insert, the one moment every stored message passes through, whichever code path wrote it.
+    if message.compressor_index is None and not message.private and message.role != MessageRole.SYSTEM:
+        chat: ChatMessage = {"role": message.role.value, "content": message.content}
+        if message.tool_calls:
+            chat["tool_calls"] = message.tool_calls  # type: ignore[typeddict-item]
+        message.compressor_index = index_message(chat, default_extractor())
 
 
 class MessagePublic(SQLModel):

@@ -42,7 +42,7 @@ from app.models import (
     segment_title,
 )
 
-HEAD = "0007_inbox_order"
+HEAD = "0008_message_index"
 SessionDep = Annotated[Session, Depends(get_session)]
 ALL_TABLES = {
     "agents", "audit_events", "customers", "conversations", "messages", "context_segments", "compactions",

@@ -107,12 +107,12 @@ def test_relative_date_rewriting_is_idempotent() -> None:
 def test_clear_caches_forgets_customer_text_held_process_wide() -> None:
     from compression import clear_caches
     from compression.facts import _extract
-    from compression.pruning import _keeps_key, shrink_tool_output
+    from compression.pruning import _keeps_key, _shrink, shrink_tool_output
 
     FactExtractor().extract("Call jane.doe@example.com about #W2378156")
     shrink_tool_output("jane.doe@example.com " * 100)
     shrink_tool_output('{"jane.doe@example.com": {"order_id": "#W2378156"}, "pad": "' + "x" * 1_300 + '"}')
     assert _keeps_key.cache_info().currsize > 0
     clear_caches()
-    assert _extract.cache_info().currsize == 0 and shrink_tool_output.cache_info().currsize == 0
+    assert _extract.cache_info().currsize == 0 and _shrink.cache_info().currsize == 0
     assert _keeps_key.cache_info().currsize == 0, "JSON keys can be customer data too"

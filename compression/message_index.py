@@ -1,0 +1,140 @@
+"""What a host stores with each message, so that a compressor in another process starts warm.
+
+A compaction reads every message it summarizes: large tool output is reduced (``compression.pruning``) and the
+identifiers are extracted from what is left (``compression.facts``). Both are cached per process, so a process that
+lives as long as the conversation pays for each message once. A new process (after a restart, or another worker of
+a deployment with several) would pay for the whole history at its first compaction. ``index_message`` does that
+work for one message when the host stores it; the host keeps the result beside the message and passes it back under
+``INDEX_KEY``, and the compressor loads it into the process caches (``prime_caches``) instead of doing it again.
+
+An index is only believed for the exact text it was made from (a checksum) and by an extractor with the same
+fingerprint and this version of pruning; anything else, a malformed index included, is ignored and the work is done
+as if there were none.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterable
+from functools import lru_cache
+from typing import Any
+
+from compression.facts import FactExtractor
+from compression.messages import function_calls
+from compression.pruning import PRUNE_MIN_CHARS, is_pruned, remember_shrunk, shrink_tool_output
+from compression.types import Message
+
+INDEX_KEY = "memdesk_index"
+# Changes whenever pruning or extraction would produce something else for the same text, so older indexes are
+# recomputed instead of believed.
+INDEX_VERSION = 1
+
+Found = tuple[tuple[str, str], ...]
+
+
+@lru_cache(maxsize=1)
+def default_extractor() -> FactExtractor:
+    """The extractor of the default patterns, the one hosts index with (building one is cheap, sharing is cheaper)."""
+    return FactExtractor()
+
+
+def _checksum(text: str) -> int:
+    return zlib.crc32(text.encode("utf-8", "surrogatepass"))
+
+
+def _version(extractor: FactExtractor) -> str:
+    return f"{INDEX_VERSION}:{extractor.fingerprint}"
+
+
+def _plain_content(message: Message) -> str | None:
+    content = message.get("content")
+    if content is None:
+        return ""
+    return content if isinstance(content, str) else None
+
+
+def _reduces(message: Message, content: str) -> bool:
+    return message.get("role") == "tool" and len(content) >= PRUNE_MIN_CHARS and not is_pruned(content)
+
+
+def index_message(message: Message, extractor: FactExtractor) -> dict[str, Any] | None:
+    """The index of one message (JSON-serializable), or None when its content is not plain text (or none, as in an
+    assistant message that only calls tools). The work fills this process's caches too."""
+    content = _plain_content(message)
+    if content is None:
+        return None
+    shrunk = shrink_tool_output(content) if _reduces(message, content) else None
+    calls = [[_checksum(c.arguments), _as_lists(extractor.extract(c.arguments))] for c in function_calls(message)]
+    return {
+        "v": _version(extractor),
+        "sum": _checksum(content),
+        "shrunk": shrunk,
+        "facts": _as_lists(extractor.extract(shrunk if shrunk is not None else content)),
+        "calls": calls,
+    }
+
+
+def warm_caches(message: Message, extractor: FactExtractor) -> None:
+    """Do the work of ``index_message`` into this process's caches only, without building the index."""
+    content = message.get("content")
+    if isinstance(content, str):
+        extractor.extract(shrink_tool_output(content) if _reduces(message, content) else content)
+    for call in function_calls(message):
+        extractor.extract(call.arguments)
+
+
+def prime_caches(messages: Iterable[Any], extractor: FactExtractor) -> int:
+    """Load the index stored with each of ``messages`` into the process caches; returns how many were used."""
+    version = _version(extractor)
+    used = 0
+    for message in messages:
+        index = message.get(INDEX_KEY) if isinstance(message, dict) else None
+        if isinstance(index, dict) and index.get("v") == version and _prime_one(message, index, extractor):
+            used += 1
+    return used
+
+
+def _prime_one(message: Message, index: dict[str, Any], extractor: FactExtractor) -> bool:
+    content = _plain_content(message)
+    if content is None or index.get("sum") != (_checksum(content) if content else 0):
+        return False
+    found, shrunk = _as_found(index.get("facts")), index.get("shrunk")
+    if found is None:
+        return False
+    if shrunk is not None:
+        if not (isinstance(shrunk, str) and _reduces(message, content)):
+            return False
+        remember_shrunk(content, shrunk)
+        extractor.remember(shrunk, found)
+    elif content:
+        extractor.remember(content, found)
+    calls = index.get("calls")
+    if calls and isinstance(calls, list):
+        _prime_calls(message, calls, extractor)
+    return True
+
+
+def _prime_calls(message: Message, calls: list[Any], extractor: FactExtractor) -> None:
+    for call, stored in zip(function_calls(message), calls, strict=False):
+        found = _as_found(stored[1]) if isinstance(stored, list) and len(stored) == 2 else None
+        if found is not None and stored[0] == _checksum(call.arguments):
+            extractor.remember(call.arguments, found)
+
+
+def _as_lists(found: Found) -> list[str]:
+    """Stored flat, kind and value after each other: the cheapest shape to check and read back."""
+    return [part for pair in found for part in pair]
+
+
+def _as_found(value: Any) -> Found | None:
+    """Stored (kind, value) pairs read back, or None when they are not a flat list of strings of even length."""
+    if not isinstance(value, list) or len(value) % 2:
+        return None
+    if not value:
+        return ()
+    try:
+        "".join(value)  # the cheapest check that every item is a string: join refuses anything else
+    except TypeError:
+        return None
+    parts = iter(value)
+    return tuple(zip(parts, parts, strict=True))
