@@ -87,18 +87,25 @@ def prime_caches(messages: Iterable[Any], extractor: FactExtractor) -> int:
     """Load the index stored with each of ``messages`` into the process caches; returns how many were used."""
     version = _version(extractor)
     used = 0
-    for message in messages:
+    for message in messages:  # one pass over a whole history: the checks are inlined
         index = message.get(INDEX_KEY) if isinstance(message, dict) else None
-        if isinstance(index, dict) and index.get("v") == version and _prime_one(message, index, extractor):
+        if not isinstance(index, dict) or index.get("v") != version:
+            continue
+        content = message.get("content")
+        if content is None:
+            content = ""
+        elif not isinstance(content, str):
+            continue
+        if index.get("sum") == (_checksum(content) if content else 0) and _prime_one(
+            message, content, index, extractor
+        ):
             used += 1
     return used
 
 
-def _prime_one(message: Message, index: dict[str, Any], extractor: FactExtractor) -> bool:
-    content = _plain_content(message)
-    if content is None or index.get("sum") != (_checksum(content) if content else 0):
-        return False
-    found, shrunk = _as_found(index.get("facts")), index.get("shrunk")
+def _prime_one(message: Message, content: str, index: dict[str, Any], extractor: FactExtractor) -> bool:
+    facts, shrunk = index.get("facts"), index.get("shrunk")
+    found = () if facts == [] else _as_found(facts)
     if found is None:
         return False
     if shrunk is not None:

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
-from typing import Any, Literal, Required, TypedDict
+from typing import Any, Literal, NamedTuple, Required, TypedDict
 
 
 class FunctionCallPart(TypedDict):
@@ -39,9 +38,10 @@ class ChatMessage(TypedDict, total=False):
     memdesk_index: dict[str, Any]
 
 
-@dataclass(frozen=True)
-class FunctionCall:
-    """One function call of an assistant message, read leniently (missing parts are empty strings)."""
+class FunctionCall(NamedTuple):
+    """One function call of an assistant message, read leniently (missing parts are empty strings). A named tuple:
+    every pass over a long context reads each call again, and a tuple is built several times faster than a frozen
+    dataclass."""
 
     id: str
     name: str
@@ -102,4 +102,4 @@ def _function_calls(calls: list[Any]) -> Iterator[FunctionCall]:
         arguments = function.get("arguments")
         if not isinstance(arguments, str):
             arguments = "" if arguments is None else safe_json_text(arguments)
-        yield FunctionCall(id=str(call.get("id") or ""), name=str(function.get("name") or ""), arguments=arguments)
+        yield FunctionCall(str(call.get("id") or ""), str(function.get("name") or ""), arguments)

@@ -19,6 +19,7 @@ import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import NamedTuple
 
 from compression.facts import FactExtractor, normalize_identifier
 from compression.messages import content_text, function_calls
@@ -39,8 +40,7 @@ class PinRank(IntEnum):
     NOISE = 2
 
 
-@dataclass(frozen=True)
-class PinCandidate:
+class PinCandidate(NamedTuple):  # a tuple: one per identifier found, built several times faster than a dataclass
     value: str
     rank: PinRank
 
