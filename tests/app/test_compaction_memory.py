@@ -15,11 +15,12 @@ from app.db import create_db_engine, migrate
 from app.memory_outbox import enqueue_key_decisions
 from app.memory_service import format_memory_section
 from app.models import Conclusion as ConclusionRow
-from app.models import Conversation, Customer, Message, MessageAuthor, MessageRole
+from app.models import Message, MessageAuthor, MessageRole
 from compression.types import KeyDecision
 from memory.conclusions import Conclusion, ConclusionKind, ConclusionSource, MemoryItem
 from memory.store import CustomerMemory
 from tests.memory.conftest import hashing_options
+from tests.support.rows import add_customer_conversation
 
 
 @pytest.fixture
@@ -60,17 +61,10 @@ def test_the_outbox_queues_a_new_decision_once_and_a_change_once_more(tmp_path: 
     migrate(url)
     db = create_db_engine(url)
     with Session(db) as session:
-        customer = Customer(name="Jane")
-        session.add(customer)
-        session.flush()
-        assert customer.id is not None
-        conversation = Conversation(customer_id=customer.id)
-        session.add(conversation)
-        session.flush()
-        assert conversation.id is not None
+        customer_id, conversation_id = add_customer_conversation(session)
         rows = [
             Message(
-                conversation_id=conversation.id, role=MessageRole.USER, author=MessageAuthor.CUSTOMER, content=f"m{i}"
+                conversation_id=conversation_id, role=MessageRole.USER, author=MessageAuthor.CUSTOMER, content=f"m{i}"
             )
             for i in range(3)
         ]
@@ -80,7 +74,7 @@ def test_the_outbox_queues_a_new_decision_once_and_a_change_once_more(tmp_path: 
         first = KeyDecision("promise", "Refund by 2026-12-02", date(2026, 12, 2), ("$42.10",), key="P1")
         reworded = KeyDecision("promise", "We will refund", date(2026, 12, 2), ("$42.10",), new=False, key="P1")
         changed = KeyDecision("promise", "Refund by 2026-12-09", date(2026, 12, 9), ("$42.10",), key="P1", changed=True)
-        options: dict[str, Any] = {"customer_id": customer.id, "conversation_id": conversation.id}
+        options: dict[str, Any] = {"customer_id": customer_id, "conversation_id": conversation_id}
         assert len(enqueue_key_decisions(session, decisions=[first], message_range=(one, one), **options)) == 1
         assert enqueue_key_decisions(session, decisions=[first], message_range=(one, one), **options) == []
         assert enqueue_key_decisions(session, decisions=[reworded], message_range=(one, two), **options) == []

@@ -14,12 +14,13 @@ from sqlmodel import Session, col, select
 from app.db import create_db_engine, migrate
 from app.memory_outbox import SqlOutboxRepository, enqueue_key_decisions
 from app.models import Conclusion as ConclusionRow
-from app.models import Conversation, Customer, OutboxStatus
+from app.models import OutboxStatus
 from compression import KeyDecision
 from memory.conclusions import Conclusion
 from memory.outbox import ConclusionOutbox, backoff_s
 from memory.store import CustomerMemory
 from tests.memory.conftest import hashing_options
+from tests.support.rows import add_customer_conversation
 
 DECISIONS = [
     KeyDecision("promise", "Refund of $42.10 for order #W2378156 by 2026-12-02", date(2026, 12, 2), ("#W2378156",)),
@@ -54,23 +55,16 @@ def store(tmp_path: Path) -> Iterator[CustomerMemory]:
 
 def _queue(db: Engine) -> int:
     with Session(db) as session:
-        customer = Customer(name="Jane")
-        session.add(customer)
-        session.flush()
-        assert customer.id is not None
-        conversation = Conversation(customer_id=customer.id)
-        session.add(conversation)
-        session.flush()
-        assert conversation.id is not None
+        customer_id, conversation_id = add_customer_conversation(session)
         enqueue_key_decisions(
-            session, customer_id=customer.id, conversation_id=conversation.id, decisions=DECISIONS, message_range=None
+            session, customer_id=customer_id, conversation_id=conversation_id, decisions=DECISIONS, message_range=None
         )
         # Queuing the same decisions again (a second compaction repeating them) adds nothing.
         enqueue_key_decisions(
-            session, customer_id=customer.id, conversation_id=conversation.id, decisions=DECISIONS, message_range=None
+            session, customer_id=customer_id, conversation_id=conversation_id, decisions=DECISIONS, message_range=None
         )
         session.commit()
-        return customer.id
+        return customer_id
 
 
 def _rows(db: Engine) -> list[ConclusionRow]:

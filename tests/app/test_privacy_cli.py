@@ -22,8 +22,6 @@ from app.models import (
     Conclusion,
     ConclusionKind,
     ConclusionSource,
-    Conversation,
-    Customer,
     Message,
     MessageAuthor,
     MessageRole,
@@ -36,6 +34,7 @@ from memory.config import VectorStoreKind
 from memory.store import CustomerMemory
 from tests.app.serve_process import REPOSITORY_ROOT, ServeProcess, start_serve
 from tests.memory.conftest import hashing_options
+from tests.support.rows import add_customer_conversation
 
 
 @pytest.fixture
@@ -53,17 +52,10 @@ def _populate(data_dir: Path) -> tuple[int, int]:
     ids = []
     with Session(engine) as session:
         for name in ("Jane", "Other"):
-            customer = Customer(name=name, email=f"{name.lower()}@example.com")
-            session.add(customer)
-            session.flush()
-            assert customer.id is not None
-            conversation = Conversation(customer_id=customer.id)
-            session.add(conversation)
-            session.flush()
-            assert conversation.id is not None
+            customer_id, conversation_id = add_customer_conversation(session, name, email=f"{name.lower()}@example.com")
             session.add(
                 Message(
-                    conversation_id=conversation.id,
+                    conversation_id=conversation_id,
                     role=MessageRole.USER,
                     author=MessageAuthor.CUSTOMER,
                     content=f"{name}'s secret address is 1 Main St",
@@ -71,8 +63,8 @@ def _populate(data_dir: Path) -> tuple[int, int]:
             )
             session.add(
                 Conclusion(
-                    customer_id=customer.id,
-                    conversation_id=conversation.id,
+                    customer_id=customer_id,
+                    conversation_id=conversation_id,
                     kind=ConclusionKind.FACT,
                     text=f"{name} lives at 1 Main St",
                     source=ConclusionSource.AGENT,
@@ -81,8 +73,8 @@ def _populate(data_dir: Path) -> tuple[int, int]:
             )
             session.add(
                 Order(
-                    number=f"#W{customer.id:07d}",
-                    customer_id=customer.id,
+                    number=f"#W{customer_id:07d}",
+                    customer_id=customer_id,
                     total_cents=100,
                     shipping_name=name,
                     shipping_line1="1 Main St",
@@ -96,11 +88,11 @@ def _populate(data_dir: Path) -> tuple[int, int]:
                     actor="bot",
                     action="order.cancelled",
                     target_type="conversation",
-                    target_id=str(conversation.id),
+                    target_id=str(conversation_id),
                     detail={"summary": f"{name} wants a refund"},
                 )
             )
-            ids.append(customer.id)
+            ids.append(customer_id)
         session.commit()
     engine.dispose()
     store = CustomerMemory(hashing_options(data_dir))

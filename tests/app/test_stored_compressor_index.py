@@ -10,25 +10,18 @@ from sqlmodel import Session
 
 from app.conversation_context import load_context
 from app.db import create_db_engine, upgrade
-from app.models import Conversation, Customer, Message, MessageAuthor, MessageRole
+from app.models import Message, MessageAuthor, MessageRole
 from compression import ContextCompressor, clear_caches
 from compression.facts import _extract
 from compression.pruning import PRUNED_MARKER, _shrink
 from tests.compression.conftest import FakeSummaryLLM, order_payload
+from tests.support.rows import add_customer_conversation
 
 TURNS = 20
 
 
 def store_long_conversation(session: Session) -> int:
-    customer = Customer(name="Jane Doe")
-    session.add(customer)
-    session.flush()
-    assert customer.id is not None
-    conversation = Conversation(customer_id=customer.id)
-    session.add(conversation)
-    session.flush()
-    assert conversation.id is not None
-    cid = conversation.id
+    _, cid = add_customer_conversation(session, "Jane Doe")
 
     def add(role: MessageRole, author: MessageAuthor, content: str | None, **fields: object) -> None:
         session.add(Message(conversation_id=cid, role=role, author=author, content=content, **fields))  # type: ignore[arg-type]
