@@ -165,24 +165,32 @@ class AgentService:
         task.add_done_callback(self._tasks.discard)
 
     async def _run(self, conversation_id: int, state: _ConversationState, *, recovering: bool = False) -> None:
+        completed = False
         try:
             if self.settings.reply_debounce_s > 0:
                 await asyncio.sleep(self.settings.reply_debounce_s)
-            async with self.ownership.claim(conversation_id) as claim:
-                if not await claim.needs_first_turn(recovering=recovering):
-                    return
-                while True:
-                    state.pending = False
-                    await self.run_turn(conversation_id)
-                    stored_elsewhere = await claim.needs_another_turn()
-                    if not (state.pending or stored_elsewhere):
-                        break
+            await self._run_claimed(conversation_id, state, recovering=recovering)
+            completed = True
         except Exception:  # the database is unreachable: the message is stored, and turn recovery tries again
             logger.exception("Could not run the turns of conversation %s", conversation_id)
         finally:
             state.running = False
-            if not state.pending:
+            if completed and state.pending:  # accepted here after the last check (a shared claim awaits it)
+                self.schedule_turn(conversation_id)
+            elif not state.pending:
                 self._states.pop(conversation_id, None)
+
+    async def _run_claimed(self, conversation_id: int, state: _ConversationState, *, recovering: bool) -> None:
+        async with self.ownership.claim(conversation_id) as claim:
+            state.pending = False  # the check sees every message accepted until now
+            if not await claim.needs_first_turn(recovering=recovering):
+                return
+            while True:
+                await self.run_turn(conversation_id)
+                stored_elsewhere = await claim.needs_another_turn()
+                if not (state.pending or stored_elsewhere):
+                    return
+                state.pending = False
 
     def is_handling(self, conversation_id: int) -> bool:
         """Whether a turn of this conversation is scheduled or running."""

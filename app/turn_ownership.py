@@ -45,7 +45,7 @@ from typing import Protocol
 
 import anyio
 from sqlalchemy import Connection, Engine, create_engine, text
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
 from app.turn_recovery import ReplyState, awaits_reply, reply_state
@@ -205,7 +205,7 @@ class PostgresTurnOwnership:
                 parameters = {"namespace": TURN_LOCK_NAMESPACE, "conversation_id": conversation_id}
                 taken = bool(self._locks().execute(TRY_LOCK_SQL, parameters).scalar())
             except SQLAlchemyError as error:
-                self._drop_connection(error)
+                self._after_failure(error)
                 return False
             if taken:
                 self._held.add(conversation_id)
@@ -220,7 +220,7 @@ class PostgresTurnOwnership:
                 parameters = {"namespace": TURN_LOCK_NAMESPACE, "conversation_id": conversation_id}
                 released = self._locks().execute(UNLOCK_SQL, parameters).scalar()
             except SQLAlchemyError as error:
-                self._drop_connection(error)
+                self._after_failure(error)
                 return
             if not released:
                 logger.warning("The turn lock of conversation %s was no longer held at release", conversation_id)
@@ -230,7 +230,7 @@ class PostgresTurnOwnership:
             try:
                 return reply_state(self._locks(), conversation_id)
             except SQLAlchemyError as error:
-                self._drop_connection(error)
+                self._after_failure(error)
                 raise
 
     def _read_owned(self) -> set[int]:
@@ -238,9 +238,20 @@ class PostgresTurnOwnership:
             try:
                 rows = self._locks().execute(OWNED_SQL, {"namespace": TURN_LOCK_NAMESPACE}).scalars().all()
             except SQLAlchemyError as error:
-                self._drop_connection(error)
+                self._after_failure(error)
                 raise
         return {int(conversation_id) for conversation_id in rows}
+
+    def _after_failure(self, error: SQLAlchemyError) -> None:
+        connection = self._connection
+        disconnected = isinstance(error, DBAPIError) and error.connection_invalidated
+        if connection is None or connection.invalidated or connection.closed or disconnected:
+            self._drop_connection(error)
+            return
+        # A failed statement in autocommit mode leaves the session, and the locks it holds, intact.
+        logger.warning("A statement on the turn-lock connection failed: %s", error)
+        with suppress(SQLAlchemyError):
+            connection.rollback()
 
     def _drop_connection(self, error: SQLAlchemyError) -> None:
         lost, connection = len(self._held), self._connection

@@ -9,7 +9,10 @@ test carries a marker unique to that test, so the LLM requests of one conversati
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import logging
 import threading
 import time
 import uuid
@@ -24,11 +27,12 @@ import httpx
 import pytest
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, text
+from sqlalchemy.exc import DBAPIError
 from sqlmodel import Session, col, select
 
-from app.db import alembic_config, create_db_engine, current_revision
+from app.db import alembic_config, create_db_engine, current_revision, migrate
 from app.models import Conversation
-from app.turn_ownership import LOCK_APPLICATION_NAME, TURN_LOCK_NAMESPACE
+from app.turn_ownership import LOCK_APPLICATION_NAME, TURN_LOCK_NAMESPACE, PostgresTurnOwnership
 from tests.app.serve_process import ServeProcess, start_serve
 from tests.support.scripted_llm import RecordedRequest, ScriptedLLMServer, ScriptedReply
 
@@ -283,3 +287,140 @@ def test_a_worker_killed_in_the_middle_of_a_turn_leaves_it_to_the_other_once(doo
     requests = cluster.chat_requests(marker)
     assert [request.last_user_text for request in requests] == [burst[-1], burst[-1]]  # the hung one, the answer
     assert turn_owner_pid(cluster.database_url, conversation) is None
+
+
+# -- the lock itself: two ownership objects on one database stand for two workers --------------------------------
+
+CONVERSATION_ID = 4242
+SHORT_RETRY_S = 0.02
+
+
+def lock_holders(database_url: str) -> list[int]:
+    """Process ids of the database sessions holding a turn lock of ``CONVERSATION_ID``."""
+    engine = create_db_engine(database_url)
+    try:
+        with engine.connect() as connection:
+            found = connection.execute(
+                text(
+                    "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2 AND granted "
+                    "AND CAST(classid AS bigint) = :namespace AND CAST(objid AS bigint) = :conversation"
+                ),
+                {"namespace": TURN_LOCK_NAMESPACE, "conversation": CONVERSATION_ID},
+            )
+            return [int(pid) for pid in found.scalars()]
+    finally:
+        engine.dispose()
+
+
+def test_a_conversation_owned_by_one_worker_is_claimed_by_another_only_after_release(postgres_url: str) -> None:
+    async def scenario() -> list[str]:
+        steps: list[str] = []
+        first = PostgresTurnOwnership(create_db_engine(postgres_url), retry_interval_s=SHORT_RETRY_S)
+        second = PostgresTurnOwnership(create_db_engine(postgres_url), retry_interval_s=SHORT_RETRY_S)
+
+        async def claim_on_second() -> None:
+            async with second.claim(CONVERSATION_ID):
+                steps.append("second owns it")
+
+        async with first.claim(CONVERSATION_ID):
+            steps.append("first owns it")
+            waiting = asyncio.create_task(claim_on_second())
+            await asyncio.sleep(20 * SHORT_RETRY_S)  # many retries, none of which may succeed
+            steps.append(f"seen from second: {sorted(await second.owned_now([CONVERSATION_ID, 7]))}")
+            steps.append("first releases")
+        await asyncio.wait_for(waiting, WAIT_TIMEOUT_S)
+        steps.append(f"owned after both: {sorted(await first.owned_now([CONVERSATION_ID]))}")
+        await first.close()
+        await second.close()
+        return steps
+
+    assert asyncio.run(scenario()) == [
+        "first owns it",
+        f"seen from second: [{CONVERSATION_ID}]",
+        "first releases",
+        "second owns it",
+        "owned after both: []",
+    ]
+
+
+def test_a_second_claim_in_the_same_worker_waits_although_session_locks_are_reentrant(postgres_url: str) -> None:
+    async def scenario() -> list[str]:
+        steps: list[str] = []
+        ownership = PostgresTurnOwnership(create_db_engine(postgres_url), retry_interval_s=SHORT_RETRY_S)
+
+        async def claim_again() -> None:
+            async with ownership.claim(CONVERSATION_ID):
+                steps.append("second claim")
+
+        async with ownership.claim(CONVERSATION_ID):
+            again = asyncio.create_task(claim_again())
+            await asyncio.sleep(10 * SHORT_RETRY_S)
+            steps.append("first claim ends")
+        await asyncio.wait_for(again, WAIT_TIMEOUT_S)
+        await ownership.close()
+        return steps
+
+    assert asyncio.run(scenario()) == ["first claim ends", "second claim"]
+    assert lock_holders(postgres_url) == []
+
+
+def test_a_cancelled_wait_for_the_lock_keeps_no_lock(postgres_url: str) -> None:
+    async def scenario() -> None:
+        first = PostgresTurnOwnership(create_db_engine(postgres_url), retry_interval_s=SHORT_RETRY_S)
+        second = PostgresTurnOwnership(create_db_engine(postgres_url), retry_interval_s=SHORT_RETRY_S)
+
+        async def claim_on_second() -> None:
+            async with second.claim(CONVERSATION_ID):
+                raise AssertionError("the wait was cancelled; the claim must never be granted")
+
+        async with first.claim(CONVERSATION_ID):
+            waiting = asyncio.create_task(claim_on_second())
+            await asyncio.sleep(5 * SHORT_RETRY_S)
+            waiting.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await waiting
+        async with second.claim(CONVERSATION_ID):  # the cancelled wait left nothing behind on either side
+            assert len(lock_holders(postgres_url)) == 1
+        await first.close()
+        await second.close()
+
+    asyncio.run(scenario())
+    assert lock_holders(postgres_url) == []
+
+
+def test_a_dropped_lock_connection_frees_the_turn_and_the_worker_reconnects(
+    postgres_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    migrate(postgres_url)  # so that the statement below fails only because its connection is gone
+
+    async def scenario() -> None:
+        first = PostgresTurnOwnership(create_db_engine(postgres_url), retry_interval_s=SHORT_RETRY_S)
+        second = PostgresTurnOwnership(create_db_engine(postgres_url), retry_interval_s=SHORT_RETRY_S)
+        async with first.claim(CONVERSATION_ID):
+            assert not (await first.reply_state(CONVERSATION_ID)).awaiting  # no such conversation
+            (holder,) = lock_holders(postgres_url)
+            terminate(postgres_url, holder)  # what a network cut or a database restart does to the session
+            async with second.claim(CONVERSATION_ID):  # PostgreSQL released the lock with the session
+                pass
+            # The first worker finds out at its next statement, and says that its turn lost the lock.
+            with pytest.raises(DBAPIError) as failure:
+                await first.reply_state(CONVERSATION_ID)
+            assert failure.value.connection_invalidated
+        async with first.claim(CONVERSATION_ID):  # a new connection
+            assert len(lock_holders(postgres_url)) == 1
+        await first.close()
+        await second.close()
+
+    with caplog.at_level(logging.WARNING, logger="app.turn_ownership"):
+        asyncio.run(scenario())
+    assert any("lost their lock" in record.getMessage() for record in caplog.records), caplog.text
+    assert lock_holders(postgres_url) == []
+
+
+def terminate(database_url: str, backend_pid: int) -> None:
+    engine = create_db_engine(database_url)
+    try:
+        with engine.connect() as connection:
+            connection.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": backend_pid})
+    finally:
+        engine.dispose()
