@@ -278,6 +278,7 @@ def test_a_worker_killed_in_the_middle_of_a_turn_leaves_it_to_the_other_once(doo
     survivor = second if owner is first else first
 
     owner.kill_hard()  # in the middle of the turn: its LLM call never answers
+    killed_at = time.monotonic()
 
     wait_until(lambda: bool(replies(transcript(survivor, headers, conversation))), what="the survivor's reply")
     time.sleep(SETTLE_S)
@@ -286,6 +287,7 @@ def test_a_worker_killed_in_the_middle_of_a_turn_leaves_it_to_the_other_once(doo
     assert replies(messages) == [ANSWER_PREFIX + burst[-1]]
     requests = cluster.chat_requests(marker)
     assert [request.last_user_text for request in requests] == [burst[-1], burst[-1]]  # the hung one, the answer
+    assert requests[1].received_at > killed_at  # the survivor did not run the turn beside the owner
     assert turn_owner_pid(cluster.database_url, conversation) is None
 
 
