@@ -5,6 +5,9 @@ Lifecycle of a turn (see DESIGN.md, "One turn"):
 1. ``accept_customer_message`` persists the message before anything else can fail, then schedules a turn. While a
    turn runs, further messages only mark the conversation as pending: one more turn answers them together, so a
    burst gets one reply. A short debounce (``reply_debounce_s``) lets a burst finish before the first turn starts.
+   Then the conversation is claimed (``app.turn_ownership``): at once with one process; on PostgreSQL, by an
+   advisory lock that one server process holds while it runs turns, so a burst spread over processes gets one
+   reply too, and messages stored by another process during a turn get one more turn.
 2. A turn does nothing when a human has taken over (status ``human``) or the conversation is closed.
 3. The recall from long-term memory (the ``MemorySection`` hook) starts with the newest customer message of the
    burst as its query, and runs on the memory workers while the context is rebuilt from the transcript
@@ -62,8 +65,9 @@ from app.turn_context import (
     default_compressor,
     uncompacted_context,
 )
+from app.turn_ownership import TurnOwnership, turn_ownership_for
 from app.turn_recall import MemorySection, recalled, start_recall
-from app.turn_recovery import SILENT_STATUSES, awaits_reply
+from app.turn_recovery import SILENT_STATUSES
 from compression import ContextEngine
 from compression.messages import ChatMessage
 
@@ -113,6 +117,7 @@ class AgentService:
         engine_factory: EngineFactory | None = None,
         conclusions_queued: Callable[[], None] | None = None,
         metrics: Metrics | None = None,
+        ownership: TurnOwnership | None = None,
     ) -> None:
         self.db = db
         self.gateway = gateway
@@ -123,6 +128,7 @@ class AgentService:
         self.memory_section = memory_section
         self.conclusions_queued = conclusions_queued
         self.metrics = metrics or Metrics()
+        self.ownership = ownership or turn_ownership_for(db)
         self.engines = ContextEngines(engine_factory or (lambda: default_compressor(gateway, settings)))
         self._states: dict[int, _ConversationState] = {}
         self._tasks: set[asyncio.Task[None]] = set()
@@ -159,22 +165,32 @@ class AgentService:
         task.add_done_callback(self._tasks.discard)
 
     async def _run(self, conversation_id: int, state: _ConversationState, *, recovering: bool = False) -> None:
+        completed = False
         try:
             if self.settings.reply_debounce_s > 0:
                 await asyncio.sleep(self.settings.reply_debounce_s)
-            # Recovery found this conversation waiting from a snapshot; a normal turn may have answered it since.
-            # No await between this check and the first turn: no other turn of this conversation can slip in.
-            if recovering and not awaits_reply(self.db, conversation_id):
-                return
-            while True:
-                state.pending = False
-                await self.run_turn(conversation_id)
-                if not state.pending:
-                    break
+            await self._run_claimed(conversation_id, state, recovering=recovering)
+            completed = True
+        except Exception:  # the database is unreachable: the message is stored, and turn recovery tries again
+            logger.exception("Could not run the turns of conversation %s", conversation_id)
         finally:
             state.running = False
-            if not state.pending:
+            if completed and state.pending:  # accepted here after the last check (a shared claim awaits it)
+                self.schedule_turn(conversation_id)
+            elif not state.pending:
                 self._states.pop(conversation_id, None)
+
+    async def _run_claimed(self, conversation_id: int, state: _ConversationState, *, recovering: bool) -> None:
+        async with self.ownership.claim(conversation_id) as claim:
+            state.pending = False  # the check sees every message accepted until now
+            if not await claim.needs_first_turn(recovering=recovering):
+                return
+            while True:
+                await self.run_turn(conversation_id)
+                stored_elsewhere = await claim.needs_another_turn()
+                if not (state.pending or stored_elsewhere):
+                    return
+                state.pending = False
 
     def is_handling(self, conversation_id: int) -> bool:
         """Whether a turn of this conversation is scheduled or running."""
@@ -197,6 +213,8 @@ class AgentService:
                 task.cancel()
             if running:
                 await asyncio.wait(running, timeout=CANCELLED_TURN_GRACE_S)
+        finally:
+            await self.ownership.close()
 
     # -- one turn ------------------------------------------------------------------------------------------------
     async def run_turn(self, conversation_id: int) -> None:

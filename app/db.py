@@ -8,7 +8,9 @@ SQLite is the embedded default: every connection switches on WAL (readers never 
 a busy timeout, and transactions begin explicitly so that migrations are atomic and SAVEPOINTs work. Any other
 SQLAlchemy URL (PostgreSQL in production) is used as given, with pre-ping on the pool.
 Migrations are plain alembic scripts under ``app/migrations``; there is no ``alembic.ini``: ``alembic_config``
-builds the configuration in code.
+builds the configuration in code. On PostgreSQL, where several server processes may start at once, a migration
+runs under a transaction-level advisory lock: the first process migrates, the others wait for its commit and then
+find the database at the newest revision.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any, TextIO
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import StaticPool
 from sqlmodel import Session
@@ -30,6 +32,8 @@ MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 SQLITE_BUSY_TIMEOUT_MS = 5_000
 # Alembic passes an open connection to env.py under this key of ``Config.attributes``.
 CONNECTION_ATTRIBUTE = "connection"
+# An arbitrary constant that names memdesk's migrations among the advisory locks of a PostgreSQL database.
+MIGRATION_LOCK_KEY = 4_261_764_338
 
 
 def is_sqlite_url(url: str) -> bool:
@@ -131,6 +135,9 @@ def _run_migrations(engine: Engine, run: Callable[[Config], None]) -> None:
     On SQLite, some migrations rebuild a table (copy, drop, rename); with foreign keys on, dropping the old table
     would cascade into every table that references it. SQLite's own procedure for schema changes is followed:
     foreign keys off (only possible outside a transaction), the change, a foreign-key check, foreign keys on.
+    SQLite's ``BEGIN IMMEDIATE`` already serialises two processes; on PostgreSQL the transaction first takes the
+    migration advisory lock, held until it commits. Alembic reads the current revision after that, each statement
+    with a fresh snapshot, so a process that waited sees what the other one migrated.
     """
     config = alembic_config()
     with engine.connect() as connection:
@@ -139,6 +146,8 @@ def _run_migrations(engine: Engine, run: Callable[[Config], None]) -> None:
             _sqlite_foreign_keys(connection, enabled=False)
         try:
             with connection.begin():
+                if connection.dialect.name == "postgresql":
+                    connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
                 config.attributes[CONNECTION_ATTRIBUTE] = connection
                 run(config)
                 if sqlite and connection.exec_driver_sql("PRAGMA foreign_key_check").first() is not None:

@@ -7,8 +7,8 @@ turns get a grace period and are recovered at the next start, and a hung memory 
 (the outbox is durable).
 
 On PostgreSQL, the live events and the visitor rate limits are kept in the database (``shared_state``), so that
-several server processes on one database show a visitor the same streams and the same limits; on SQLite they stay in
-this process's memory.
+several server processes on one database show a visitor the same streams and the same limits, and a conversation's
+turns are owned by one process at a time (``app.turn_ownership``); on SQLite they stay in this process's memory.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from app.sync import SyncOptions, SyncReport, SyncRunner, SyncSchedule, exclusiv
 from app.sync.runner import latest_sync_run
 from app.tools import ToolRegistry, build_tool_registry
 from app.turn_context import EngineFactory, default_compressor
+from app.turn_ownership import turn_ownership_for
 from app.turn_recall import MemorySection
 from app.turn_recovery import TurnRecovery
 from compression.summarizer import PROMPTS_DIR, prompt_environment
@@ -173,6 +174,7 @@ async def build_services(settings: Settings, seams: ServiceOverrides = ServiceOv
         engine_factory=seams.engine_factory,
         conclusions_queued=memory.kick if memory else None,
         metrics=metrics,
+        ownership=turn_ownership_for(db),
     )
     if isinstance(broker, PostgresEventBroker):
         await broker.start()  # before any stream opens, so no stream misses an event

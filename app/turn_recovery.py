@@ -9,8 +9,10 @@ transcript shows it.
 
 Lifecycle: the lifespan builds one ``TurnRecovery`` for the ``AgentService`` and calls ``start()``: a pass runs at
 once and then every ``interval_s`` until ``stop()``. A pass schedules a turn for each waiting conversation that no
-turn of this process is handling; the turn checks ``awaits_reply`` again right before it runs, since a normal turn
-may have answered after the pass looked. Scheduling is in-process, so one server process per database.
+turn of this process is handling and whose turns no process owns (``app.turn_ownership``); the turn checks that the
+conversation still awaits a reply once it owns it, since a normal turn may have answered after the pass looked.
+On PostgreSQL every server process runs its passes: a conversation whose process died is claimed again by whichever
+process gets its turn lock first, and answered once.
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Collection
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from sqlalchemy import ColumnElement, Engine, and_, func, or_
+from sqlalchemy import ColumnElement, Connection, Engine, and_, func, or_
 from sqlmodel import Session, col, select
 
 from app.models import Conversation, ConversationStatus, Message, MessageAuthor, MessageRole
@@ -45,8 +48,12 @@ def _latest_message_id(*conditions: Any) -> Any:
     )
 
 
+def _latest_customer_message_id() -> Any:
+    return _latest_message_id(Message.role == MessageRole.USER, Message.author == MessageAuthor.CUSTOMER)
+
+
 def _awaiting_reply(silent_statuses: Collection[ConversationStatus]) -> ColumnElement[bool]:
-    latest_customer = _latest_message_id(Message.role == MessageRole.USER, Message.author == MessageAuthor.CUSTOMER)
+    latest_customer = _latest_customer_message_id()
     latest_reply = _latest_message_id(
         Message.role == MessageRole.ASSISTANT,
         col(Message.private).is_(False),
@@ -78,6 +85,26 @@ def awaits_reply(db: Engine, conversation_id: int) -> bool:
     return found is not None
 
 
+@dataclass(frozen=True)
+class ReplyState:
+    """Where a conversation stands: whether it waits for a reply, and the id of its newest customer message (a
+    turn that started after that message was stored has it in its context)."""
+
+    awaiting: bool
+    latest_customer_message_id: int | None
+
+
+def reply_state(connection: Connection, conversation_id: int) -> ReplyState:
+    """The conversation's ``ReplyState`` in one statement on ``connection``; an erased one awaits nothing."""
+    statement = select(
+        _awaiting_reply(SILENT_STATUSES).label("awaiting"), _latest_customer_message_id().label("latest")
+    ).where(col(Conversation.id) == conversation_id)
+    found = connection.execute(statement).first()
+    if found is None:
+        return ReplyState(awaiting=False, latest_customer_message_id=None)
+    return ReplyState(awaiting=bool(found.awaiting), latest_customer_message_id=found.latest)
+
+
 class TurnRecovery:
     def __init__(self, agent: AgentService, *, interval_s: float) -> None:
         self.agent = agent
@@ -96,7 +123,13 @@ class TurnRecovery:
     async def recover(self) -> list[int]:
         """One pass: schedule a turn for each waiting conversation no turn here is handling; returns their ids."""
         waiting = await anyio.to_thread.run_sync(conversations_awaiting_reply, self.agent.db)
-        recovered = [conversation_id for conversation_id in waiting if not self.agent.is_handling(conversation_id)]
+        # A turn running in another process (or waiting here for its lock) answers its conversation already.
+        owned = await self.agent.ownership.owned_now(waiting)
+        recovered = [
+            conversation_id
+            for conversation_id in waiting
+            if not self.agent.is_handling(conversation_id) and conversation_id not in owned
+        ]
         for conversation_id in recovered:
             self.agent.schedule_turn(conversation_id, recovering=True)
         if recovered:
