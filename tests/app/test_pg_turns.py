@@ -34,6 +34,7 @@ from app.db import alembic_config, create_db_engine, current_revision, migrate
 from app.models import Conversation
 from app.turn_ownership import LOCK_APPLICATION_NAME, TURN_LOCK_NAMESPACE, PostgresTurnOwnership
 from tests.app.serve_process import ServeProcess, start_serve
+from tests.app.test_pg_workers import visitor
 from tests.support.scripted_llm import RecordedRequest, ScriptedLLMServer, ScriptedReply
 
 ANSWER_PREFIX = "Answer to: "
@@ -149,15 +150,6 @@ def doomed_cluster(postgres_server: Any, tmp_path: Path) -> Iterator[Cluster]:
     """A cluster of its own for a test that kills one of its workers."""
     with running_cluster(postgres_server, tmp_path) as started:
         yield started
-
-
-def visitor(worker: ServeProcess) -> tuple[dict[str, str], str]:
-    """A widget session started on ``worker``: its authorization header and a new conversation's public id."""
-    token = httpx.post(f"{worker.url}/api/widget/sessions", json={}).json()["token"]
-    headers = {"Authorization": f"Bearer {token}"}
-    response = httpx.post(f"{worker.url}/api/widget/conversations", json={}, headers=headers)
-    assert response.status_code == 201, response.text
-    return headers, response.json()["id"]
 
 
 def post(worker: ServeProcess, headers: dict[str, str], conversation: str, text: str) -> None:
