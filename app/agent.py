@@ -41,6 +41,7 @@ from sqlmodel import Session, col, select
 
 from app import logs
 from app.conversation_context import load_context, record_compaction, with_compaction_record
+from app.db import autocommit_step
 from app.events import EventBroker
 from app.llm import ChatResponse, LLMError, LLMGateway
 from app.memory_outbox import enqueue_key_decisions
@@ -228,6 +229,7 @@ class AgentService:
         # SQLite transactions take the write lock when they begin (app.db), so a turn never keeps one open across
         # an await: every database step ends with a commit, and loaded rows stay usable (expire_on_commit=False).
         with Session(self.db, expire_on_commit=False) as session:
+            autocommit_step(session)
             statement = (
                 select(Conversation, Customer)
                 .join(Customer, col(Customer.id) == col(Conversation.customer_id))
@@ -262,6 +264,7 @@ class AgentService:
         state = self._states.get(conversation.id)
         recall = await start_recall(self.memory_section, customer.id, state.latest_customer_text if state else None)
         try:
+            autocommit_step(session)
             loaded = load_context(
                 session, conversation.id, self._instructions(customer), with_index=engine.wants_stored_index
             )
@@ -341,6 +344,8 @@ class AgentService:
             if time.monotonic() - last_flush >= DELTA_FLUSH_S or sum(map(len, pending)) >= DELTA_FLUSH_CHARS:
                 flush()
 
+        # What is still pending at the end is not flushed: the reply's message.created event (or the fallback
+        # reply's) carries the whole text and replaces the streamed draft, so a short reply costs one event.
         try:
             response = await self.gateway.chat(
                 context,
@@ -351,8 +356,6 @@ class AgentService:
             )
         except LLMError as error:
             raise TurnFailure(f"LLM call failed: {error}", request_id=error.request_id) from error
-        finally:
-            flush()
         if not response.tool_calls and not (response.content or "").strip():
             raise TurnFailure("LLM returned neither text nor tool calls", request_id=response.request_id)
         return response
@@ -437,6 +440,7 @@ class AgentService:
 
     # -- helpers -------------------------------------------------------------------------------------------------
     def _persist(self, session: Session, conversation: Conversation, message: Message) -> Message:
+        autocommit_step(session)  # one INSERT, when nothing else is pending
         session.add(message)
         session.commit()  # the id is assigned on flush; nothing expires, so no new transaction starts here
         self.broker.publish(message.conversation_id, "message.created", message_event(message, conversation))

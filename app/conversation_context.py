@@ -3,7 +3,9 @@
 The transcript (``messages``) is never edited. Compactions nest: each one covers the range of the one before it
 plus the turns since, so the latest ``Compaction`` alone describes the context, which is the system prompt, the
 messages before its range (the first exchange, until a second compaction takes it in), its notes, and the
-messages after its range. Private agent notes never enter the context.
+messages after its range. Private agent notes never enter the context, nor do replies that were cut off (at the
+reply cap or by the repetition guard, see ``app.llm.repetition``; marked by a ``CUT_REPLY_ACTION`` audit event): a
+looping reply fed back to the model teaches it to loop again. The transcript keeps them.
 
 Each context message carries the ``id`` of its row (and ``created_at``, and on request its stored compressor index),
 and the notes message carries the id range it stands for under ``NOTES_KEY``, so the compressor's index ranges map
@@ -14,11 +16,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import or_
+from sqlalchemy import String, cast, exists, or_
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
 from app.models import (
+    AuditEvent,
     Compaction,
     ContextSegment,
     Conversation,
@@ -31,6 +34,7 @@ from compression import CompressionResult
 from compression.assembly import NOTES_KEY, insert_notes, repair_tool_sequence
 from compression.messages import ChatMessage
 
+CUT_REPLY_ACTION = "reply.cut"
 # Plain columns, not ORM objects: the context is rebuilt every turn and entity loading dominated its cost.
 CONTEXT_COLUMNS = (
     col(Message.id),
@@ -77,6 +81,7 @@ def load_context(
         col(Message.conversation_id) == conversation_id,
         col(Message.private).is_(False),
         col(Message.role) != MessageRole.SYSTEM,
+        ~_was_cut(),
     )
     if compaction is not None:
         statement = statement.where(
@@ -101,6 +106,16 @@ def load_context(
         )
     repaired, _, _ = repair_tool_sequence(messages)
     return repaired
+
+
+def _was_cut() -> Any:
+    """Whether the message row is a reply marked as cut off (in the same statement as the transcript, so the
+    filter costs no round trip of its own)."""
+    return exists().where(
+        col(AuditEvent.action) == CUT_REPLY_ACTION,
+        col(AuditEvent.target_type) == "message",
+        col(AuditEvent.target_id) == cast(col(Message.id), String),
+    )
 
 
 def _covered_ids(message: ChatMessage) -> list[int]:

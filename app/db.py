@@ -6,7 +6,14 @@ Lifecycle: the application factory (or a CLI command) builds one engine with ``c
 
 SQLite is the embedded default: every connection switches on WAL (readers never block the writer), foreign keys and
 a busy timeout, and transactions begin explicitly so that migrations are atomic and SAVEPOINTs work. Any other
-SQLAlchemy URL (PostgreSQL in production) is used as given, with pre-ping on the pool.
+SQLAlchemy URL (PostgreSQL in production) is used as given. Its pool does not ping a connection before lending it
+(a round trip per transaction, on the database every worker shares); connections are recycled after
+``POOL_RECYCLE_S`` instead, and a connection found dead when used invalidates the pool, so a database restart costs
+one failed step per process, which the turn recovery or the client retries.
+
+``autocommit_step(session)`` starts a session's next step without a transaction on PostgreSQL: a read, or a single
+statement, then needs no BEGIN and COMMIT round trips. SQLite keeps its explicit transactions (their write lock is
+what orders writers).
 Migrations are plain alembic scripts under ``app/migrations``; there is no ``alembic.ini``: ``alembic_config``
 builds the configuration in code. On PostgreSQL, where several server processes may start at once, a migration
 runs under a transaction-level advisory lock: the first process migrates, the others wait for its commit and then
@@ -34,6 +41,8 @@ SQLITE_BUSY_TIMEOUT_MS = 5_000
 CONNECTION_ATTRIBUTE = "connection"
 # An arbitrary constant that names memdesk's migrations among the advisory locks of a PostgreSQL database.
 MIGRATION_LOCK_KEY = 4_261_764_338
+# Below the idle timeouts of common proxies and firewalls between the app and its database.
+POOL_RECYCLE_S = 1_800
 
 
 def is_sqlite_url(url: str) -> bool:
@@ -71,7 +80,7 @@ def _begin_sqlite_transaction(connection: Connection) -> None:
 def create_db_engine(url: str, *, echo: bool = False) -> Engine:
     """An engine for ``url``; for a SQLite file, its parent directory is created if missing."""
     if not is_sqlite_url(url):
-        return create_engine(url, echo=echo, pool_pre_ping=True)
+        return create_engine(url, echo=echo, pool_recycle=POOL_RECYCLE_S)
 
     connect_args: dict[str, Any] = {"check_same_thread": False}
     if _is_sqlite_memory(url):
@@ -85,6 +94,16 @@ def create_db_engine(url: str, *, echo: bool = False) -> Engine:
     event.listen(engine, "connect", _set_sqlite_pragmas)
     event.listen(engine, "begin", _begin_sqlite_transaction)
     return engine
+
+
+def autocommit_step(session: Session) -> None:
+    """On PostgreSQL, run the session's next step (up to its commit) without a transaction: for reads, and for
+    one statement whose own atomicity suffices. Nothing happens on SQLite, or when the session already is inside a
+    transaction (its pending work stays atomic)."""
+    if session.in_transaction() or session.new or session.dirty or session.deleted:
+        return
+    if session.get_bind().dialect.name == "postgresql":
+        session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
 
 
 def get_session(connection: HTTPConnection) -> Iterator[Session]:

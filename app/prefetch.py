@@ -3,8 +3,8 @@
 ``TurnPreparation.prepare`` runs once per turn, on the context rebuilt from the transcript, and only while the
 customer's latest message has nothing after it (a recovered or repeated turn does not prefetch twice):
 
-1. Replies that were cut (at the reply cap or by the repetition guard, see ``app.llm.repetition``) leave the
-   context: a looping reply fed back to the model teaches it to loop again. The transcript keeps them.
+1. Replies are cut at the reply cap or by the repetition guard (``note_cut``): ``app.conversation_context`` leaves
+   them out of every later context.
 2. An explicit request for a person (``app.handoff_request``) hands off through the ``transfer_to_human`` tool,
    without an LLM call: the tool call and its result are stored like the model's own, the console shows the handoff
    note (an audit event), and the customer gets a clear message in their language.
@@ -28,8 +28,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import anyio
-from sqlmodel import Session, col, func, select
+from sqlmodel import Session, col, select
 
+from app.conversation_context import CUT_REPLY_ACTION
+from app.db import autocommit_step
 from app.fact_replies import reply_from_lookups
 from app.handoff_request import Language, asks_for_person
 from app.llm.responses import ToolCall, fallback_call_id
@@ -44,7 +46,6 @@ from compression.messages import ChatMessage
 ORDER_TOOL = "get_order"
 HELP_TOOL = "search_help_articles"
 HANDOFF_TOOL = "transfer_to_human"
-CUT_REPLY_ACTION = "reply.cut"
 MAX_PREFETCHED_ORDERS = 2
 # "My order" means the one order a verified customer placed within this many days, and only when there is one.
 RECENT_ORDER_DAYS = 30
@@ -121,24 +122,6 @@ def named_order_numbers(text: str) -> list[str]:
     return list(dict.fromkeys(numbers))
 
 
-def cut_reply_ids(session: Session, message_ids: Sequence[int]) -> set[int]:
-    if not message_ids:
-        return set()
-    statement = select(AuditEvent.target_id).where(
-        AuditEvent.action == CUT_REPLY_ACTION,
-        AuditEvent.target_type == "message",
-        col(AuditEvent.target_id).in_([str(identifier) for identifier in message_ids]),
-    )
-    return {int(target) for target in session.exec(statement)}
-
-
-def without_cut_replies(session: Session, context: list[ChatMessage]) -> list[ChatMessage]:
-    """``context`` without the assistant replies that were cut off (see the module docstring)."""
-    ids = [m["id"] for m in context if m.get("role") == "assistant" and isinstance(m.get("id"), int)]
-    cut = cut_reply_ids(session, ids)
-    return [m for m in context if m.get("id") not in cut] if cut else context
-
-
 class TurnPreparation:
     """See the module docstring. ``persist`` stores a message and publishes it; ``publish`` sends a live event."""
 
@@ -154,8 +137,6 @@ class TurnPreparation:
     async def prepare(
         self, session: Session, conversation: Conversation, customer: Customer, context: list[ChatMessage]
     ) -> Prepared:
-        context = without_cut_replies(session, context)
-        session.commit()
         text = latest_customer_text(context)
         if text is None:
             return Prepared(context, answered=_handed_off_last(context))
@@ -219,6 +200,7 @@ class TurnPreparation:
     def plan(self, session: Session, customer: Customer, text: str) -> list[Lookup]:
         """The read-only lookups the model will need for ``text``; see the module docstring."""
         assert customer.id is not None
+        autocommit_step(session)
         lookups: list[Lookup] = []
         if self.tools.get(ORDER_TOOL) is not None:
             own = _own_order_numbers(session, customer.id, named_order_numbers(text))
@@ -308,10 +290,9 @@ def _own_order_numbers(session: Session, customer_id: int, numbers: Sequence[str
 def _single_recent_order(session: Session, customer_id: int) -> list[str]:
     since = datetime.now(UTC) - timedelta(days=RECENT_ORDER_DAYS)
     conditions = (ShopOrder.customer_id == customer_id, col(ShopOrder.placed_at) >= since)
-    count = session.exec(select(func.count()).select_from(ShopOrder).where(*conditions)).one()
-    if count != 1:
-        return []
-    return list(session.exec(select(ShopOrder.number).where(*conditions)))
+    # Two rows at most answer "exactly one?" in one query.
+    numbers = list(session.exec(select(ShopOrder.number).where(*conditions).limit(2)))
+    return numbers if len(numbers) == 1 else []
 
 
 def _confident_help_lookup(session: Session, text: str) -> list[Lookup]:
