@@ -30,7 +30,8 @@ import contextlib
 import logging
 import os
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
 
 import procrastinate
 from procrastinate.exceptions import AlreadyEnqueued
@@ -60,6 +61,7 @@ STALLED_WORKER_S = 60.0
 RESTART_DELAYS_S = (1.0, 5.0, 15.0, 60.0)
 # How often this server reads the latest sync run, which another server may have made.
 SYNC_STATUS_REFRESH_S = 60.0
+QUIET_LOGGERS = ("procrastinate.worker", "procrastinate.periodic")
 
 Deliver = Callable[[], Awaitable[int]]
 RunSync = Callable[[], SyncReport]
@@ -88,6 +90,7 @@ class JobQueue:
         self._ready = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
         self._worker: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     # -- jobs ----------------------------------------------------------------------------------------------------
     def _register_jobs(self) -> None:
@@ -121,9 +124,8 @@ class JobQueue:
         except SyncAlreadyRunningError as error:
             logger.info("Scheduled conclusion sync skipped: %s", error)
             return
-        record = report.record
+        record = report.record  # ``run_sync`` has made it this server's ``last_run`` already
         if record is not None:
-            self.timetable.last_run = record
             logger.info(
                 "Conclusion sync (job): %s conversations scanned, %s conclusions written",
                 record.scanned,
@@ -138,10 +140,12 @@ class JobQueue:
 
     # -- deferring -----------------------------------------------------------------------------------------------
     def request_delivery(self) -> None:
-        """Defer a delivery job soon, without blocking the caller (on the event loop, after a compaction)."""
-        if self.deliver is None:
-            return
-        task = asyncio.get_running_loop().create_task(self._defer_delivery())
+        """Defer a delivery job soon, without blocking the caller (after a compaction); callable from any thread."""
+        if self.deliver is not None and self._loop is not None:
+            self._loop.call_soon_threadsafe(self._spawn, self._defer_delivery())
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -157,12 +161,14 @@ class JobQueue:
     # -- lifecycle -----------------------------------------------------------------------------------------------
     def start(self) -> None:
         """Start the worker on the running event loop."""
-        loop = asyncio.get_running_loop()
-        self._worker = loop.create_task(self._work_forever(), name="job-queue-worker")
+        # procrastinate logs every job and every periodic tick at INFO, several lines a minute per server; its
+        # warnings and errors (a failed job) still show.
+        for name in QUIET_LOGGERS:
+            logging.getLogger(name).setLevel(logging.WARNING)
+        self._loop = asyncio.get_running_loop()
+        self._worker = self._loop.create_task(self._work_forever(), name="job-queue-worker")
         if self.timetable is not None:
-            watch = loop.create_task(self._watch_sync_runs(), name="sync-status")
-            self._tasks.add(watch)
-            watch.add_done_callback(self._tasks.discard)
+            self._spawn(self._watch_sync_runs())
 
     async def _work_forever(self) -> None:
         loop = asyncio.get_running_loop()
