@@ -1,12 +1,19 @@
 """The conclusions outbox in the application's database: writing key decisions, and the repository the memory
-package's ``ConclusionOutbox`` delivers from."""
+package's ``ConclusionOutbox`` delivers from.
+
+On PostgreSQL several processes may deliver at once (the job queue's rounds, a sync run, ``memdesk sync``), so
+``claim_due`` locks the rows it takes (``FOR UPDATE SKIP LOCKED``: a concurrent claimer takes the next ones instead
+of waiting) and leases them by moving their next attempt ``CLAIM_LEASE_S`` ahead, in one short transaction.
+Acknowledging a row (delivered, or failed with its backoff) ends the lease; the rows of a claimer that died come
+back when it runs out. SQLite has one writer process, and its rows are handed out again at once after a crash.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from sqlalchemy import Engine, func, or_
+from sqlalchemy import Engine, func, or_, update
 from sqlmodel import Session, col, select
 
 from app.models import Conclusion as ConclusionRow
@@ -14,6 +21,10 @@ from app.models import OutboxStatus
 from compression import KeyDecision
 from memory.conclusions import Conclusion, ConclusionKind, ConclusionSource, content_hash
 from memory.outbox import PendingConclusion
+
+# Longer than a batch takes when Mem0 answers (a timed-out call fails the row and ends its lease early), short enough
+# that a killed claimer's rows are not held up for long.
+CLAIM_LEASE_S = 300.0
 
 
 def memory_customer_id(customer_id: int) -> str:
@@ -95,20 +106,29 @@ def to_conclusion(row: ConclusionRow) -> Conclusion:
 class SqlOutboxRepository:
     """``memory.outbox.OutboxRepository`` on the ``conclusions`` table; every call is its own short transaction."""
 
-    def __init__(self, db: Engine) -> None:
+    def __init__(self, db: Engine, *, lease_s: float = CLAIM_LEASE_S) -> None:
         self.db = db
+        self.lease_s = lease_s
 
     def claim_due(self, now: datetime, limit: int) -> list[PendingConclusion]:
+        leased = self.db.dialect.name == "postgresql"
+        statement = (
+            select(ConclusionRow)
+            .where(
+                ConclusionRow.status == OutboxStatus.PENDING,
+                or_(col(ConclusionRow.next_attempt_at).is_(None), col(ConclusionRow.next_attempt_at) <= now),
+            )
+            .order_by(col(ConclusionRow.id))
+            .limit(limit)
+        )
         with Session(self.db, expire_on_commit=False) as session:
-            rows = session.exec(
-                select(ConclusionRow)
-                .where(
-                    ConclusionRow.status == OutboxStatus.PENDING,
-                    or_(col(ConclusionRow.next_attempt_at).is_(None), col(ConclusionRow.next_attempt_at) <= now),
+            rows = session.exec(statement.with_for_update(skip_locked=True) if leased else statement).all()
+            ids = [row.id for row in rows if row.id is not None]
+            if leased and ids:
+                lease_end = now + timedelta(seconds=self.lease_s)
+                session.execute(
+                    update(ConclusionRow).where(col(ConclusionRow.id).in_(ids)).values(next_attempt_at=lease_end)
                 )
-                .order_by(col(ConclusionRow.id))
-                .limit(limit)
-            ).all()
             session.commit()
         return [PendingConclusion(row.id, to_conclusion(row), row.attempts) for row in rows if row.id is not None]
 

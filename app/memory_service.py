@@ -10,10 +10,12 @@ Every Mem0 call (hence every embedder and vector-store call) runs on the service
 turn at most the recall timeout, ties up at most the pool's threads, and once all of them are stuck, calls fail at
 once until one comes back.
 
-``run`` is a background task: it delivers due outbox rows whenever ``kick`` is called (after a compaction queued
-conclusions) and every ``OUTBOX_POLL_S`` otherwise, so failed deliveries are retried with their backoff. A delivery
-round runs in a daemon thread of its own and each conclusion goes through the pool, so stopping the app never
-waits for it; the rows are durable and the next round (or the next start) delivers them.
+On SQLite, ``run`` is a background task: it delivers due outbox rows whenever ``kick`` is called (after a
+compaction queued conclusions) and every ``OUTBOX_POLL_S`` otherwise, so failed deliveries are retried with their
+backoff. On PostgreSQL the job queue (``app.jobs``) takes over instead: ``deliver_on_request`` makes ``kick`` defer a
+delivery job, and the queue's jobs call ``deliver_all``. A delivery round runs in a daemon thread of its own and each
+conclusion goes through the pool, so stopping the app never waits for it; the rows are durable and the next round
+(or the next start) delivers them.
 """
 
 from __future__ import annotations
@@ -22,13 +24,13 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from app.memory_outbox import SqlOutboxRepository, memory_customer_id
 from app.metrics import Metrics
 from app.worker_pool import BoundedWorkerPool, DependencyUnavailableError, in_daemon_thread
 from memory.conclusions import Conclusion, MemoryItem
-from memory.outbox import ConclusionOutbox, DeliveryReport
+from memory.outbox import DELIVERY_BATCH, ConclusionOutbox, DeliveryReport
 from memory.store import CustomerMemory
 
 logger = logging.getLogger(__name__)
@@ -110,6 +112,7 @@ class MemoryService:
         contained = _ContainedMemory(self.pool, memory, timeout_s=remember_timeout_s)
         self.outbox = ConclusionOutbox(repository, contained)
         self._wake = asyncio.Event()
+        self._delivery_requested: Callable[[], None] | None = None
 
     def _recall(self, customer_id: int, query: str) -> str:
         memory_id = memory_customer_id(customer_id)
@@ -136,12 +139,30 @@ class MemoryService:
     def delivery_totals(self) -> tuple[int, int]:
         return self.outbox.delivered_total, self.outbox.failed_total
 
+    def deliver_on_request(self, request: Callable[[], None]) -> None:
+        """From now on ``kick`` calls ``request`` (a job queue deferring a delivery) instead of waking ``run``."""
+        self._delivery_requested = request
+
     def kick(self) -> None:
         """Deliver queued conclusions soon (called after a compaction committed outbox rows)."""
-        self._wake.set()
+        if self._delivery_requested is not None:
+            self._delivery_requested()
+        else:
+            self._wake.set()
 
     async def deliver_now(self) -> DeliveryReport:
+        """One delivery round: at most one batch (``memory.outbox.DELIVERY_BATCH``) of due rows."""
         return await in_daemon_thread(self.outbox.deliver_due, name="memory-outbox-delivery")
+
+    async def deliver_all(self) -> int:
+        """Rounds until one comes back short of a full batch (nothing more is due); returns how many were delivered.
+        A failed row waits for its backoff, so this ends even while Mem0 is down."""
+        delivered = 0
+        while True:
+            report = await self.deliver_now()
+            delivered += report.delivered
+            if report.delivered + report.failed < DELIVERY_BATCH:
+                return delivered
 
     async def run(self) -> None:
         while True:

@@ -1,10 +1,11 @@
 """The long-lived objects of one running app: built by ``build_services`` in the lifespan, reached through
 ``app.deps``, started with ``start`` and stopped with ``close``.
 
-Building migrates the database and loads the embedding model (off the event loop); ``start`` launches the two
-background loops (outbox delivery, turn recovery). ``close`` is bounded whatever the dependencies are doing: running
-turns get a grace period and are recovered at the next start, and a hung memory call is left to its daemon worker
-(the outbox is durable).
+Building migrates the database and loads the embedding model (off the event loop); ``start`` launches the
+background work: turn recovery, and outbox delivery plus the daily conclusion sync, which run in this process on
+SQLite (a loop, APScheduler) and as jobs of the shared job queue on PostgreSQL (``app.jobs``, each job once across
+the servers). ``close`` is bounded whatever the dependencies are doing: running turns get a grace period and are
+recovered at the next start, and a hung memory call is left to its daemon worker (the outbox is durable).
 
 On PostgreSQL, the live events and the visitor rate limits are kept in the database (``shared_state``), so that
 several server processes on one database show a visitor the same streams and the same limits, and a conversation's
@@ -16,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import anyio
 from sqlalchemy import Engine
@@ -34,6 +36,7 @@ from app.ratelimit import PostgresRateLimiter, RateLimiter, VisitorRateLimiter
 from app.settings import Settings
 from app.sync import SyncOptions, SyncReport, SyncRunner, SyncSchedule, exclusive_sync, options_from, parse_sync_at
 from app.sync.runner import latest_sync_run
+from app.sync.timetable import SyncTimetable
 from app.tools import ToolRegistry, build_tool_registry
 from app.turn_context import EngineFactory, default_compressor
 from app.turn_ownership import turn_ownership_for
@@ -43,6 +46,9 @@ from compression.summarizer import PROMPTS_DIR, prompt_environment
 from memory.config import EmbedderKind, MemoryOptions, VectorStoreKind
 from memory.migrate import upgrade_embedded_store
 from memory.store import CustomerMemory
+
+if TYPE_CHECKING:
+    from app.jobs import JobQueue
 
 
 @dataclass(frozen=True)
@@ -67,20 +73,36 @@ class Services:
     metrics: Metrics
     memory: MemoryService | None = None
     recovery: TurnRecovery | None = None
-    sync: SyncSchedule | None = None
+    sync: SyncSchedule | SyncTimetable | None = None
+    jobs: JobQueue | None = None
     _delivery: asyncio.Task[None] | None = field(default=None, repr=False)
 
     def start(self) -> None:
-        """Start the background loops (on the running event loop) and the daily conclusion sync."""
-        if self.memory is not None:
-            self._delivery = asyncio.get_running_loop().create_task(self.memory.run())
+        """Start the background work (on the running event loop): turn recovery, outbox delivery, daily sync."""
         self.recovery = TurnRecovery(self.agent, interval_s=self.settings.turn_recovery_interval_s)
         self.recovery.start()
+        if self.db.dialect.name == "postgresql":
+            self._start_job_queue()
+            return
+        if self.memory is not None:
+            self._delivery = asyncio.get_running_loop().create_task(self.memory.run())
         at = parse_sync_at(self.settings.sync_at)
         if at is not None:
             self.sync = SyncSchedule(self.sync_once, at=at, timezone=self.settings.timezone)
             self.sync.last_run = latest_sync_run(self.db)
             self.sync.start()
+
+    def _start_job_queue(self) -> None:
+        from app.jobs import JobQueue  # procrastinate comes with the postgres extra
+
+        at = parse_sync_at(self.settings.sync_at)
+        timetable = SyncTimetable(at, self.settings.timezone, last_run=latest_sync_run(self.db)) if at else None
+        self.sync = timetable
+        deliver = self.memory.deliver_all if self.memory is not None else None
+        self.jobs = JobQueue(self.db, deliver=deliver, run_sync=self.sync_once, timetable=timetable)
+        if self.memory is not None:
+            self.memory.deliver_on_request(self.jobs.request_delivery)
+        self.jobs.start()
 
     def sync_once(self, options: SyncOptions | None = None) -> SyncReport:
         """One conclusion sync with this server's database, models and memory (under the one-run lock)."""
@@ -98,11 +120,13 @@ class Services:
         return report
 
     async def close(self) -> None:
-        if self.sync is not None:
+        if isinstance(self.sync, SyncSchedule):
             self.sync.stop()
         if self.recovery is not None:
             await self.recovery.stop()
         await self.agent.shutdown()
+        if self.jobs is not None:
+            await self.jobs.close()
         if self._delivery is not None:
             self._delivery.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -1,6 +1,7 @@
 """Alembic environment for memdesk.
 
-``target_metadata`` is ``SQLModel.metadata`` with every table registered by importing ``app.models``. SQLite gets
+``target_metadata`` is ``SQLModel.metadata`` with every table registered by importing ``app.models``; the job
+queue's tables on PostgreSQL (``app.job_schema``) are left out of autogenerate's comparison. SQLite gets
 ``render_as_batch`` (it cannot ALTER most things in place, so alembic copies the table).
 
 The database comes from, in order: an open connection passed by ``app.db.upgrade`` in
@@ -15,6 +16,7 @@ from sqlmodel import SQLModel
 
 import app.models  # noqa: F401  (registers every table on SQLModel.metadata)
 from app.db import CONNECTION_ATTRIBUTE, create_db_engine, is_sqlite_url
+from app.job_schema import include_name
 from app.settings import get_settings
 
 config = context.config
@@ -31,6 +33,7 @@ def _run_on(connection: Connection) -> None:
         target_metadata=target_metadata,
         render_as_batch=connection.dialect.name == "sqlite",
         compare_type=True,
+        include_name=include_name,
     )
     with context.begin_transaction():
         context.run_migrations()
@@ -45,6 +48,7 @@ def run_migrations_offline() -> None:
         literal_binds=True,
         dialect_opts={"paramstyle": "named"},
         render_as_batch=is_sqlite_url(url),
+        include_name=include_name,
     )
     with context.begin_transaction():
         context.run_migrations()

@@ -1,9 +1,10 @@
 """The conclusion sync: every conversation's conclusions reach long-term memory exactly once, even the conversations
 too short to ever be compacted.
 
-``memdesk sync`` runs it once; ``memdesk serve`` runs it every day at ``MEMDESK_SYNC_AT`` (``MEMDESK_TIMEZONE``),
-through APScheduler's cron trigger. Both go through ``SyncRunner`` (``runner``), one conversation at a time per
-thread (``conversation``), under a lock that admits one run at a time (``lock``).
+``memdesk sync`` runs it once; ``memdesk serve`` runs it every day at ``MEMDESK_SYNC_AT`` (``MEMDESK_TIMEZONE``):
+on SQLite through APScheduler's cron trigger (``SyncSchedule``), on PostgreSQL as a periodic job of the shared job
+queue, which one of the servers runs (``app.jobs``, ``timetable``). All go through ``SyncRunner`` (``runner``), one
+conversation at a time per thread (``conversation``), under a lock that admits one run at a time (``lock``).
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from sqlmodel import Session, SQLModel, select
 
 from app.cli import main
 from app.db import alembic_config, create_db_engine, current_revision, downgrade, get_session, migrate, upgrade
+from app.job_schema import include_name
 from app.models import (
     Agent,
     Compaction,
@@ -42,7 +43,7 @@ from app.models import (
     segment_title,
 )
 
-HEAD = "0008_message_index"
+HEAD = "0009_job_queue"
 SessionDep = Annotated[Session, Depends(get_session)]
 ALL_TABLES = {
     "agents", "audit_events", "customers", "conversations", "messages", "context_segments", "compactions",
@@ -67,7 +68,7 @@ def engine(database_url: str) -> Iterator[Engine]:
 
 def schema_differences(engine: Engine) -> list[object]:
     with engine.connect() as connection:
-        context = MigrationContext.configure(connection, opts={"compare_type": True})
+        context = MigrationContext.configure(connection, opts={"compare_type": True, "include_name": include_name})
         return list(compare_metadata(context, SQLModel.metadata))
 
 
@@ -127,7 +128,11 @@ def test_migration_renders_for_postgresql() -> None:
         assert f"CREATE TABLE {table} (" in sql
     assert "created_at TIMESTAMP WITH TIME ZONE NOT NULL" in sql
     assert "CONSTRAINT uq_conclusions_customer_id_content_hash UNIQUE (customer_id, content_hash)" in sql
-    assert "ON DELETE CASCADE" in sql and "CREATE TYPE" not in sql  # enums are plain VARCHAR
+    assert "ON DELETE CASCADE" in sql
+    # memdesk's enums are plain VARCHAR; the only types are the job queue's
+    created_types = [line for line in sql.splitlines() if line.startswith("CREATE TYPE")]
+    assert created_types and all(line.startswith("CREATE TYPE procrastinate_") for line in created_types)
+    assert "CREATE TABLE procrastinate_jobs" in sql
 
 
 def test_cli_migrate_reports_the_revision(database_url: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -5,14 +5,22 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sqlalchemy import inspect
+from sqlalchemy import inspect, text
 
-from app.db import create_db_engine, migrate
+from app.db import create_db_engine, downgrade, migrate, upgrade
+from app.job_schema import is_job_queue_table
 from app.models import MessageRole
 from tests.app.conftest import app_settings
 from tests.app.live_app import add_customer_with_order, run_live_app
 from tests.app.test_models_and_migrations import ALL_TABLES, schema_differences
 from tests.support.scripted_llm import ScriptedLLMServer, ScriptedReply, ScriptedToolCall
+
+JOB_QUEUE_TABLES = {
+    "procrastinate_jobs",
+    "procrastinate_periodic_defers",
+    "procrastinate_events",
+    "procrastinate_workers",
+}
 
 
 def test_migrations_produce_exactly_the_models_schema_on_postgresql(postgres_url: str) -> None:
@@ -21,8 +29,28 @@ def test_migrations_produce_exactly_the_models_schema_on_postgresql(postgres_url
     engine = create_db_engine(postgres_url)
     try:
         assert engine.dialect.name == "postgresql"
-        assert set(inspect(engine).get_table_names()) == ALL_TABLES | {"alembic_version"}
+        tables = set(inspect(engine).get_table_names())
+        assert {name for name in tables if not is_job_queue_table(name)} == ALL_TABLES | {"alembic_version"}
+        assert tables >= JOB_QUEUE_TABLES
         assert schema_differences(engine) == []
+    finally:
+        engine.dispose()
+
+
+def test_the_job_queue_schema_goes_with_a_downgrade_and_comes_back(postgres_url: str) -> None:
+    engine = create_db_engine(postgres_url)
+    try:
+        upgrade(engine)
+        downgrade(engine, revision="0008_message_index")
+        assert not any(is_job_queue_table(name) for name in inspect(engine).get_table_names())
+        with engine.connect() as connection:
+            leftovers = connection.execute(
+                text("SELECT count(*) FROM pg_proc WHERE proname LIKE 'procrastinate%' UNION ALL "
+                     "SELECT count(*) FROM pg_type WHERE typname LIKE 'procrastinate%'")
+            ).scalars().all()  # fmt: skip
+        assert leftovers == [0, 0]
+        upgrade(engine)
+        assert set(inspect(engine).get_table_names()) >= JOB_QUEUE_TABLES
     finally:
         engine.dispose()
 
