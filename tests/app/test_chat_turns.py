@@ -106,8 +106,9 @@ def test_reply_streams_events_in_order_and_a_client_can_resume(
     assert kinds[0] == "message.created" and received[0]["data"]["content"] == "hi"
     assert kinds[1] == "typing" and received[1]["data"] == {"on": True}
     deltas = [e["data"]["text"] for e in received if e["event"] == "message.delta"]
-    # Fragments are batched per DELTA_FLUSH_S, so a reply streamed over ~0.3 s arrives in several deltas.
-    assert len(deltas) >= 2 and "".join(deltas) == "Hello there, how can I help you today?"
+    # Fragments are batched per DELTA_FLUSH_S, so a reply streamed over ~0.3 s arrives in pieces; what is left when
+    # the reply completes comes with the stored reply, which replaces the draft.
+    assert deltas and "Hello there, how can I help you today?".startswith("".join(deltas))
     final = next(e for e in received if e["event"] == "message.created" and e["data"]["role"] == "assistant")
     assert final["data"]["content"] == "Hello there, how can I help you today?"
     assert kinds[-1] == "typing"

@@ -121,18 +121,18 @@ def sequence(event: dict[str, Any]) -> int:
 
 
 def assert_one_whole_turn(events: list[dict[str, Any]], customer_text: str) -> None:
-    """The events of one turn, each once and in order: the customer's message, typing, the streamed reply, the
-    stored reply, typing off."""
+    """The events of one turn, each once and in order: the customer's message, typing, the streamed reply (the part
+    streamed before the reply was complete), the stored reply, typing off."""
     numbers = [sequence(event) for event in events]
     assert numbers == list(range(numbers[0], numbers[0] + len(numbers))), numbers  # no gap, no repeat
     kinds = [event["event"] for event in events]
     deltas = [event["data"]["text"] for event in events if event["event"] == "message.delta"]
     assert kinds == ["message.created", "typing", *["message.delta"] * len(deltas), "message.created", "typing"]
-    assert len(deltas) >= 2
+    assert deltas
     customer, reply = events[0]["data"], events[-2]["data"]
     assert (customer["author"], customer["content"]) == ("customer", customer_text)
     assert reply["author"] == "bot" and reply["content"].startswith(ANSWER_PREFIX + customer_text)
-    assert "".join(deltas) == reply["content"]
+    assert reply["content"].startswith("".join(deltas))
 
 
 def test_a_reply_to_a_message_posted_on_one_worker_streams_from_another_and_resumes_on_either(
