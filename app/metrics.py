@@ -11,8 +11,9 @@ the workers apart and sum their counters.
 
 Database statements (``count_statements``) are counted by SQLAlchemy event listeners on the application's engine, one
 per round trip to the database: each statement by its first keyword, the transaction's begin (PostgreSQL's driver
-sends BEGIN on its own; on SQLite ``app.db`` sends it as a statement), commit and rollback, and the pool's liveness
-ping at each checkout. The turn-lock and live-events connections have engines of their own and are not counted.
+sends BEGIN on its own; on SQLite ``app.db`` sends it as a statement), commit and rollback, and, where the pool pings
+connections, the ping at each checkout (``connect`` instead when the connection was just opened). The turn-lock and
+live-events connections have engines of their own and are not counted.
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ STATEMENT_KINDS = frozenset(
     {"select", "insert", "update", "delete", "with", "begin", "commit", "rollback", "savepoint", "release", "pragma"}
 )
 
+# Marks a pooled connection opened since its last checkout (in the pool record's ``info``).
+FRESH_CONNECTION = "memdesk_fresh_connection"
+
 
 def statement_kind(statement: str) -> str:
     words = statement.lstrip(" \t\r\n(").split(None, 1)
@@ -63,7 +67,8 @@ class _StatementCounter:
         if engine.dialect.name != "sqlite":  # on SQLite the BEGIN is a statement of its own (app.db)
             event.listen(engine, "begin", self._begin)
         if engine.pool._pre_ping:  # a documented option with no public reader
-            event.listen(engine.pool, "checkout", self._ping)
+            event.listen(engine.pool, "connect", self._connect)
+            event.listen(engine.pool, "checkout", self._checkout)
 
     def _statement(self, conn: Connection, cursor: Any, statement: str, *args: Any) -> None:
         self.counter.labels(statement_kind(statement)).inc()
@@ -77,8 +82,12 @@ class _StatementCounter:
     def _rollback(self, conn: Connection) -> None:
         self.counter.labels("rollback").inc()
 
-    def _ping(self, *args: Any) -> None:
-        self.counter.labels("ping").inc()
+    def _connect(self, dbapi_connection: Any, record: Any) -> None:
+        record.info[FRESH_CONNECTION] = True
+
+    def _checkout(self, dbapi_connection: Any, record: Any, proxy: Any) -> None:
+        # The pool pings a connection at each checkout but the first one, right after it was opened.
+        self.counter.labels("connect" if record.info.pop(FRESH_CONNECTION, False) else "ping").inc()
 
 
 class _LedgerCollector(Collector):
@@ -170,7 +179,7 @@ class Metrics:
         self.db_statements = Counter(
             "memdesk_db_statements",
             "Round trips to the database from this process's engine, by kind (statement keyword, begin, commit, "
-            "rollback, ping)",
+            "rollback, ping, connect)",
             ["kind"],
             registry=registry,
         )
