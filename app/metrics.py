@@ -46,6 +46,7 @@ STATEMENT_KINDS = frozenset(
     {"select", "insert", "update", "delete", "with", "begin", "commit", "rollback", "savepoint", "release", "pragma"}
 )
 
+AUTOCOMMIT = "AUTOCOMMIT"
 # Marks a pooled connection opened since its last checkout (in the pool record's ``info``).
 FRESH_CONNECTION = "memdesk_fresh_connection"
 
@@ -54,6 +55,11 @@ def statement_kind(statement: str) -> str:
     words = statement.lstrip(" \t\r\n(").split(None, 1)
     first = words[0].lower() if words else ""
     return first if first in STATEMENT_KINDS else "other"
+
+
+def _sends_transaction_commands(conn: Connection) -> bool:
+    # In autocommit (live events, rate limits) SQLAlchemy still reports a begin and its end; the driver sends nothing.
+    return conn.get_execution_options().get("isolation_level") != AUTOCOMMIT
 
 
 class _StatementCounter:
@@ -74,13 +80,16 @@ class _StatementCounter:
         self.counter.labels(statement_kind(statement)).inc()
 
     def _begin(self, conn: Connection) -> None:
-        self.counter.labels("begin").inc()
+        if _sends_transaction_commands(conn):
+            self.counter.labels("begin").inc()
 
     def _commit(self, conn: Connection) -> None:
-        self.counter.labels("commit").inc()
+        if _sends_transaction_commands(conn):
+            self.counter.labels("commit").inc()
 
     def _rollback(self, conn: Connection) -> None:
-        self.counter.labels("rollback").inc()
+        if _sends_transaction_commands(conn):
+            self.counter.labels("rollback").inc()
 
     def _connect(self, dbapi_connection: Any, record: Any) -> None:
         record.info[FRESH_CONNECTION] = True
