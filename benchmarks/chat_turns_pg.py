@@ -34,6 +34,7 @@ import tempfile
 import time
 import uuid
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -158,7 +159,7 @@ def _per_turn(
     return {key: round((after[key] - before.get(key, 0)) / turns, 2) for key in sorted(after)}
 
 
-def run_workers(postgres: Postgres, llm_port: int, workers: int, sessions: int, turns: int,
+def run_workers(postgres: Postgres, llm: Any, llm_port: int, workers: int, sessions: int, turns: int,
                 profile: Path | None) -> dict[str, Any]:  # fmt: skip
     """One server with ``workers`` processes on a fresh database; the figures of one drive."""
     name, port = postgres.create_database(), chat_turns._free_port()
@@ -173,7 +174,8 @@ def run_workers(postgres: Postgres, llm_port: int, workers: int, sessions: int, 
             try:
                 chat_turns._wait_until_up(f"{base_url}/healthz")
                 asyncio.run(chat_turns._drive(base_url, sessions, WARMUP_TURNS_PER_SESSION))
-                return _measure(postgres, name, base_url, server.pid, workers, sessions, turns)
+                pids = Pids(server=server.pid, postgres=postgres.postmaster_pid(), llm=llm.pid)
+                return _measure(postgres, name, base_url, pids, workers, sessions, turns)
             except Exception:
                 print(log.read_text()[-3000:], file=sys.stderr)
                 raise
@@ -181,13 +183,28 @@ def run_workers(postgres: Postgres, llm_port: int, workers: int, sessions: int, 
                 _stop(server)
 
 
-def _measure(postgres: Postgres, name: str, base_url: str, server_pid: int, workers: int, sessions: int,
+@dataclass(frozen=True)
+class Pids:
+    """The processes whose CPU a run counts: memdesk serve (with its workers), PostgreSQL, the scripted LLM."""
+
+    server: int
+    postgres: int
+    llm: int
+
+    def cpu_seconds(self) -> tuple[float, float, float, float]:
+        """memdesk, PostgreSQL, the scripted LLM, and this process (the load generator)."""
+        mine = os.times()
+        return (cpu_seconds_of_tree(self.server), cpu_seconds_of_tree(self.postgres), cpu_seconds_of_tree(self.llm),
+                mine.user + mine.system)  # fmt: skip
+
+
+def _measure(postgres: Postgres, name: str, base_url: str, pids: Pids, workers: int, sessions: int,
              turns: int) -> dict[str, Any]:  # fmt: skip
     time.sleep(PG_STATS_SETTLE_S)
     statements, pg_before = statements_of_every_worker(base_url, workers), postgres.counters(name)
-    cpu_before = cpu_seconds_of_tree(server_pid), cpu_seconds_of_tree(postgres.postmaster_pid())
+    cpu_before = pids.cpu_seconds()
     result = asyncio.run(chat_turns._drive(base_url, sessions, max(1, turns // sessions)))
-    cpu_after = cpu_seconds_of_tree(server_pid), cpu_seconds_of_tree(postgres.postmaster_pid())
+    cpu_after = pids.cpu_seconds()
     statements_after = statements_of_every_worker(base_url, workers)
     time.sleep(PG_STATS_SETTLE_S)
     pg_after = postgres.counters(name)
@@ -198,6 +215,10 @@ def _measure(postgres: Postgres, name: str, base_url: str, server_pid: int, work
         **result,
         "memdesk_cpu_ms_per_turn": round((cpu_after[0] - cpu_before[0]) * 1000 / done, 2),
         "postgres_cpu_ms_per_turn": round((cpu_after[1] - cpu_before[1]) * 1000 / done, 2),
+        "scripted_llm_cpu_ms_per_turn": round((cpu_after[2] - cpu_before[2]) * 1000 / done, 2),
+        "load_generator_cpu_ms_per_turn": round((cpu_after[3] - cpu_before[3]) * 1000 / done, 2),
+        # How many cores all four kept busy: at the machine's core count, the machine, not memdesk, is the limit.
+        "cores_busy": round((sum(cpu_after) - sum(cpu_before)) / result["elapsed_s"], 2),
         "db_statements_per_turn": round(sum(n for kind, n in by_kind.items() if kind not in ROUND_TRIP_KINDS), 2),
         "db_round_trips_per_turn": round(sum(by_kind.values()), 2),
         "db_statements_per_turn_by_kind": {kind: count for kind, count in by_kind.items() if count},
@@ -286,7 +307,7 @@ def run(workers: list[int], *, sessions: int = SESSIONS, turns: int = TURNS_PER_
         postgres = Postgres(Path(root))
         try:
             chat_turns._wait_until_up(f"http://127.0.0.1:{llm_port}/v1/models")
-            runs = [run_workers(postgres, llm_port, count, sessions, turns, profile) for count in workers]
+            runs = [run_workers(postgres, llm, llm_port, count, sessions, turns, profile) for count in workers]
             bench = pgbench(postgres) if with_pgbench else None
         finally:
             postgres.stop()
