@@ -1,14 +1,17 @@
 """The FastAPI application factory: the composition root.
 
 ``create_app(settings)`` builds nothing at import time. Its lifespan calls ``app.services.build_services`` (database,
-LLM gateway, tools, live events, memory, agent), keeps them on ``app.state.services`` and closes them on the way out;
+LLM gateway, tools, live events, memory, agent), counts the database's statements in the metrics from then on, keeps
+the services on ``app.state.services`` and closes them on the way out;
 the factory itself adds the middleware and the routers. Tests pass their own settings, and may pass a ``gateway``,
-``engine_factory`` or ``memory_section`` built for them.
+``engine_factory`` or ``memory_section`` built for them. ``create_worker_app`` is the factory each process of
+``memdesk serve --workers N`` calls once it has started (``app.cli.serve_workers``).
 """
 
 from __future__ import annotations
 
 import logging
+import multiprocessing
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -19,7 +22,8 @@ from fastapi.middleware.cors import CORSMiddleware
 from app.http_input import validation_error_response
 from app.http_limits import RequestLimits
 from app.llm import LLMGateway
-from app.logs import RequestIds
+from app.logs import RequestIds, configure_logging
+from app.pid_files import end_with_parent
 from app.routes import (
     admin_api,
     console_admin,
@@ -54,6 +58,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         services = await build_services(config, seams)
+        services.metrics.count_statements(services.db)
         app.state.engine = services.db
         app.state.services = services
         services.start()
@@ -86,3 +91,15 @@ def create_app(
     ops.install(app)
 
     return app
+
+
+def create_worker_app() -> FastAPI:
+    """The app of one worker process: settings rebuilt from the environment the parent passed on (its
+    ``--database-url`` included), logging configured as in the parent. The worker stops when the parent does, even
+    when the parent is killed outright; otherwise orphaned workers would keep the port and the database."""
+    supervisor = multiprocessing.parent_process()
+    if supervisor is not None and supervisor.pid is not None and not end_with_parent(supervisor.pid):
+        raise RuntimeError("memdesk serve stopped before this worker started")
+    settings = get_settings()
+    configure_logging(settings)
+    return create_app(settings)

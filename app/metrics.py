@@ -1,19 +1,31 @@
 """Prometheus metrics (``GET /metrics``), on a registry of the app's own so that several apps in one process (tests)
 never share counters.
 
-Two kinds: instruments the code updates as things happen (turns, compactions, recall, live streams, rate limits),
-and values read from their owner when Prometheus scrapes: LLM requests, tokens and cost come from the gateway's
-``UsageLedger`` and the outbox counts from its repository, so nothing is counted twice.
+Two kinds: instruments the code updates as things happen (turns, compactions, recall, live streams, rate limits,
+database statements), and values read from their owner when Prometheus scrapes: LLM requests, tokens and cost come
+from the gateway's ``UsageLedger`` and the outbox counts from its repository, so nothing is counted twice.
+
+Several worker processes (``memdesk serve --workers N``) each keep their own registry, and a scrape of the shared
+port is answered by whichever worker accepts it. Every answer carries ``memdesk_process{pid}``, so a scraper can tell
+the workers apart and sum their counters.
+
+Database statements (``count_statements``) are counted by SQLAlchemy event listeners on the application's engine, one
+per round trip to the database: each statement by its first keyword, the transaction's begin (PostgreSQL's driver
+sends BEGIN on its own; on SQLite ``app.db`` sends it as a statement), commit and rollback, and, where the pool pings
+connections, the ping at each checkout (``connect`` instead when the connection was just opened). The turn-lock and
+live-events connections have engines of their own and are not counted.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
+from sqlalchemy import Connection, Engine, event
 
 from app.llm import UsageLedger
 
@@ -29,6 +41,62 @@ class OutboxView(Protocol):
 TURN_SECONDS_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 RECALL_SECONDS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+# Statements are counted by their first keyword when it is one of these, otherwise as "other" (bounded label values).
+STATEMENT_KINDS = frozenset(
+    {"select", "insert", "update", "delete", "with", "begin", "commit", "rollback", "savepoint", "release", "pragma"}
+)
+
+AUTOCOMMIT = "AUTOCOMMIT"
+# Marks a pooled connection opened since its last checkout (in the pool record's ``info``).
+FRESH_CONNECTION = "memdesk_fresh_connection"
+
+
+def statement_kind(statement: str) -> str:
+    words = statement.lstrip(" \t\r\n(").split(None, 1)
+    first = words[0].lower() if words else ""
+    return first if first in STATEMENT_KINDS else "other"
+
+
+def _sends_transaction_commands(conn: Connection) -> bool:
+    # In autocommit (live events, rate limits) SQLAlchemy still reports a begin and its end; the driver sends nothing.
+    return conn.get_execution_options().get("isolation_level") != AUTOCOMMIT
+
+
+class _StatementCounter:
+    """The listeners behind ``memdesk_db_statements_total`` on one engine."""
+
+    def __init__(self, counter: Counter, engine: Engine) -> None:
+        self.counter = counter
+        event.listen(engine, "before_cursor_execute", self._statement)
+        event.listen(engine, "commit", self._commit)
+        event.listen(engine, "rollback", self._rollback)
+        if engine.dialect.name != "sqlite":  # on SQLite the BEGIN is a statement of its own (app.db)
+            event.listen(engine, "begin", self._begin)
+        if engine.pool._pre_ping:  # a documented option with no public reader
+            event.listen(engine.pool, "connect", self._connect)
+            event.listen(engine.pool, "checkout", self._checkout)
+
+    def _statement(self, conn: Connection, cursor: Any, statement: str, *args: Any) -> None:
+        self.counter.labels(statement_kind(statement)).inc()
+
+    def _begin(self, conn: Connection) -> None:
+        if _sends_transaction_commands(conn):
+            self.counter.labels("begin").inc()
+
+    def _commit(self, conn: Connection) -> None:
+        if _sends_transaction_commands(conn):
+            self.counter.labels("commit").inc()
+
+    def _rollback(self, conn: Connection) -> None:
+        if _sends_transaction_commands(conn):
+            self.counter.labels("rollback").inc()
+
+    def _connect(self, dbapi_connection: Any, record: Any) -> None:
+        record.info[FRESH_CONNECTION] = True
+
+    def _checkout(self, dbapi_connection: Any, record: Any, proxy: Any) -> None:
+        # The pool pings a connection at each checkout but the first one, right after it was opened.
+        self.counter.labels("connect" if record.info.pop(FRESH_CONNECTION, False) else "ping").inc()
 
 
 class _LedgerCollector(Collector):
@@ -117,6 +185,23 @@ class Metrics:
         self.rate_limited = Counter(
             "memdesk_rate_limited", "Customer messages refused by the rate limit", registry=registry
         )
+        self.db_statements = Counter(
+            "memdesk_db_statements",
+            "Round trips to the database from this process's engine, by kind (statement keyword, begin, commit, "
+            "rollback, ping, connect)",
+            ["kind"],
+            registry=registry,
+        )
+        self.process = Gauge(
+            "memdesk_process", "This server process (1), by pid: sum over the pids seen for every worker's total",
+            ["pid"], registry=registry,
+        )  # fmt: skip
+        self.process.labels(str(os.getpid())).set(1)
+        self._statement_counters: list[_StatementCounter] = []  # the engines' listeners refer to them
+
+    def count_statements(self, engine: Engine) -> None:
+        """Count every round trip ``engine`` makes from now on in ``memdesk_db_statements_total``."""
+        self._statement_counters.append(_StatementCounter(self.db_statements, engine))
 
     def watch_ledger(self, ledger: UsageLedger) -> None:
         self.registry.register(_LedgerCollector(ledger))

@@ -5,15 +5,18 @@ one for its local model child (so a later start can recognise a child an earlier
 written atomically and removed only by the process it names, so a second process never deletes the first one's.
 
 The facts about other processes come from ``/proc`` where it exists (Linux); elsewhere ``command_line`` and
-``parent_pid`` answer None and callers must treat the process as unknown, never as theirs.
+``parent_pid`` answer None and callers must treat the process as unknown, never as theirs. ``end_with_parent`` asks
+Linux to stop a child whose parent dies, even by ``kill -9``; elsewhere it does nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
 import signal
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -21,6 +24,7 @@ from typing import Any
 PROC = Path("/proc")
 # Field 3 of /proc/<pid>/stat is the state; "Z" is a zombie (dead, waiting for its parent to collect it), "X" dead.
 DEAD_STATES = frozenset({"Z", "X"})
+PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 
 
 class PidFile:
@@ -103,3 +107,13 @@ def stop_process(pid: int, *, timeout_s: float, poll_s: float) -> bool:
         else:
             return True
     return False
+
+
+def end_with_parent(parent: int, signal_number: int = signal.SIGTERM) -> bool:
+    """Have the kernel send ``signal_number`` to this process when its parent ``parent`` ends, however it ends.
+    False when the parent is already gone; True where Linux's prctl is missing (nothing was arranged)."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal_number, 0, 0, 0)
+    # The parent may have died before the request: then this process was already handed to another parent.
+    return os.getppid() == parent

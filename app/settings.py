@@ -26,6 +26,8 @@ CONSOLE_LOGIN_FAILURES_PER_ADDRESS = 20
 CONSOLE_LOGIN_WINDOW_S = 15 * 60.0
 CONSOLE_LOGIN_LOCKOUT_S = 15 * 60.0
 EMBEDDED_MAX_REPLY_TOKENS = 200
+# More server processes than this on one machine only add memory and database connections.
+MAX_WORKERS = 64
 
 
 class ModelPrice(BaseModel):
@@ -96,6 +98,8 @@ class Settings(BaseSettings):
 
     host: str = "127.0.0.1"
     port: int = 8000
+    # Server processes of `memdesk serve` on its one port; more than one needs PostgreSQL (app.cli.serve_workers).
+    workers: int = Field(default=1, ge=1, le=MAX_WORKERS)
     max_message_chars: int = Field(default=8000, ge=1)
     visitor_messages_per_minute: int = Field(default=20, ge=1)
     local_model_port: int = 8765

@@ -1,6 +1,7 @@
 """Chat turn benchmark: concurrent widget sessions against memdesk, with an LLM that answers instantly.
 
     python -m benchmarks.chat_turns --json
+    python -m benchmarks.chat_turns --database postgres --workers 1 2 --json   (benchmarks.chat_turns_pg)
 
 Three processes on one machine: this one drives the sessions (httpx over HTTP, replies read from each
 conversation's server-sent events), one runs memdesk (uvicorn, SQLite in a temporary directory, the real ``openai``
@@ -376,18 +377,27 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="memdesk chat turn throughput and latency")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--sessions", type=int, nargs="+", default=list(SWEEP), help="concurrency levels to run")
-    parser.add_argument("--turns", type=int, default=TURNS_PER_RUN, help="turns per concurrency level")
+    parser.add_argument(
+        "--turns", type=int, help=f"turns per concurrency level (default {TURNS_PER_RUN}; postgres 960)"
+    )
     parser.add_argument("--memory", choices=("off", "on", "both"), default="both", help="long-term memory recall")
     parser.add_argument("--preload-memories", type=int, default=PRELOAD_MEMORIES, help="memories in the store (on)")
     parser.add_argument("--preload-worker", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--database", choices=("sqlite", "postgres"), default="sqlite",
+                        help="postgres: memdesk serve --workers N on a pgserver PostgreSQL, memory off")  # fmt: skip
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="worker counts to run (postgres)")
+    parser.add_argument("--profile", type=Path, help="postgres: record each run with py-spy into this directory")
+    parser.add_argument("--pgbench", action="store_true", help="postgres: also measure PostgreSQL with pgbench")
     args = parser.parse_args(argv)
     if args.preload_worker is not None:
         print(json.dumps(preload_memories(args.preload_worker)))
         return 0
+    if args.database == "postgres":
+        return _main_postgres(args)
     modes = {"off": [False], "on": [True], "both": [False, True]}[args.memory]
     results = {
         ("memory_on" if mode else "memory_off"): run(
-            tuple(args.sessions), args.turns, memory=mode, preload=args.preload_memories
+            tuple(args.sessions), args.turns or TURNS_PER_RUN, memory=mode, preload=args.preload_memories
         )
         for mode in modes
     }
@@ -404,6 +414,19 @@ def main(argv: list[str] | None = None) -> int:
             results["memory_on"]["turns_per_s"] / results["memory_off"]["turns_per_s"], 3
         )
     result["load_average_at_end"] = os.getloadavg()  # other work on the machine moves every figure
+    print(json.dumps(result) if args.json else json.dumps(result, indent=2))
+    return 0
+
+
+def _main_postgres(args: argparse.Namespace) -> int:
+    from benchmarks import chat_turns_pg
+
+    if args.profile is not None:
+        args.profile.mkdir(parents=True, exist_ok=True)
+    sessions = args.sessions[0] if args.sessions != list(SWEEP) else chat_turns_pg.SESSIONS
+    turns = args.turns or chat_turns_pg.TURNS_PER_RUN
+    result = chat_turns_pg.run(args.workers, sessions=sessions, turns=turns, profile=args.profile,
+                               with_pgbench=args.pgbench)  # fmt: skip
     print(json.dumps(result) if args.json else json.dumps(result, indent=2))
     return 0
 

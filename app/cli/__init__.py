@@ -5,8 +5,8 @@ Each command lives in the module of its group (``database``, ``serve``, ``sync``
 ``staff``) as a typed function; this module puts them together and runs them. Settings come from ``MEMDESK_*``
 environment variables (or ``.env``), and every command that touches the database takes ``--database-url`` in place
 of ``MEMDESK_DATABASE_URL``. ``main`` returns the exit code: 0 on success, 1 when a command fails (its message on
-standard error, after the command's name), 2 for a command line that does not parse; ``sync`` adds 75 while another
-sync runs.
+standard error, after the command's name), 2 for a command line that does not parse or settings that cannot work
+together (``serve --workers 2`` on SQLite); ``sync`` adds 75 while another sync runs.
 """
 
 from __future__ import annotations
@@ -79,5 +79,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _exit_code(exit_.code)
     except CommandError as error:
         print(f"{invocation.name}: {error}", file=sys.stderr)
-        return EXIT_FAILURE
+        return error.exit_code
     return EXIT_OK

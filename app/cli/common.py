@@ -2,8 +2,9 @@
 
 A command that cannot do what was asked raises ``CommandError`` with a sentence that says what to do next;
 ``app.cli.main`` prints it after the command's name (``Invocation``, filled in by the group callbacks as the command
-line is resolved) and exits with ``EXIT_FAILURE``. Database errors and a missing database driver become such
-sentences in ``database_errors_explained``.
+line is resolved) and exits with its ``exit_code``: ``EXIT_FAILURE``, or ``EXIT_USAGE`` for ``SettingsConflict``
+(settings that cannot work together, like a command line that does not parse). Database errors and a missing
+database driver become such sentences in ``database_errors_explained``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from app.settings import Settings, get_settings
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
+EXIT_USAGE = 2
 # Drivers SQLAlchemy imports for a database URL; a missing one gets a clear message instead of a traceback.
 DATABASE_DRIVERS = frozenset({"psycopg", "psycopg2", "asyncpg", "pg8000", "pymysql", "MySQLdb"})
 
@@ -49,6 +51,14 @@ def command_group() -> typer.Typer:
 
 class CommandError(Exception):
     """A failure the user can act on; the message is one or more plain sentences."""
+
+    exit_code = EXIT_FAILURE
+
+
+class SettingsConflict(CommandError):
+    """Settings (or options) that cannot work together: nothing was started; change one of those named."""
+
+    exit_code = EXIT_USAGE
 
 
 @dataclass

@@ -5,8 +5,15 @@ again once it has restored the handlers it found. Those handlers are ``_request_
 model starts: it turns the signal into ``StopRequested``, which unwinds ``serve`` through its ``finally`` so the
 model child is stopped and the server's record removed. Without it, Python's default SIGTERM action would end the
 process on the spot and leave the child running on its port. A crash (an exception out of uvicorn, or uvicorn
-exiting because it cannot bind) takes the same ``finally``. Only ``kill -9`` skips it; the model's pid file lets the
-next start stop what it left behind (``app.local_model``).
+exiting because it cannot bind) takes the same ``finally``. With several workers, uvicorn's supervisor takes the
+signals over while it runs (SIGINT and SIGTERM stop every worker gracefully, SIGHUP replaces them one by one) and then
+returns, into the same ``finally``. Only ``kill -9`` skips it; the model's pid file lets the next start stop what it
+left behind (``app.local_model``), and the kernel stops the workers of a killed supervisor
+(``app.main.create_worker_app``).
+
+Several processes (``--workers N``, ``app.cli.serve_workers``) need a setup whose data they can share; a setup kept
+to one process (a SQLite database, Qdrant's local mode) also refuses a second ``serve`` on the same data directory
+through the lock of ``app.cli.running_server.sole_server``, held until this process ends.
 
 Output: every line ``serve`` writes, the banner included, is a log record in ``MEMDESK_LOG_FORMAT`` on standard error
 (``app.logs``), and uvicorn gets the same configuration, so a log collector reading JSON lines never meets a line it
@@ -17,18 +24,33 @@ from __future__ import annotations
 
 import logging
 import signal
+from contextlib import ExitStack
 from dataclasses import dataclass
 from types import FrameType
 from typing import Annotated
 
 import typer
 
-from app.cli.common import CommandError, DatabaseUrlOption, database_errors_explained, load_settings, printable_url
-from app.cli.running_server import forget_this_server, local_url, record_this_server
+from app.cli.common import (
+    CommandError,
+    DatabaseUrlOption,
+    SettingsConflict,
+    database_errors_explained,
+    load_settings,
+    printable_url,
+)
+from app.cli.running_server import (
+    AnotherServerRunning,
+    forget_this_server,
+    local_url,
+    record_this_server,
+    sole_server,
+)
+from app.cli.serve_workers import SingleProcessData, run_workers, single_process_data, workers_refusal
 from app.db import migrate
 from app.local_model import REAL_ENDPOINT_HINT, LocalModelError, LocalModelServer
 from app.logs import configure_logging, logging_config
-from app.settings import Settings
+from app.settings import MAX_WORKERS, Settings
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +67,16 @@ HostOption = Annotated[
 PortOption = Annotated[
     int | None,
     typer.Option(help="port to listen on (default: MEMDESK_PORT, 8000)", show_default=False, min=1, max=65535),
+]
+
+WorkersOption = Annotated[
+    int | None,
+    typer.Option(
+        help="server processes on the port (default: MEMDESK_WORKERS, 1); more than one needs PostgreSQL",
+        show_default=False,
+        min=1,
+        max=MAX_WORKERS,
+    ),
 ]
 
 
@@ -69,22 +101,69 @@ class Listener:
         return local_url(self.host, self.port)
 
 
-def serve_command(host: HostOption = None, port: PortOption = None, database_url: DatabaseUrlOption = None) -> None:
+def serve_command(
+    host: HostOption = None,
+    port: PortOption = None,
+    workers: WorkersOption = None,
+    database_url: DatabaseUrlOption = None,
+) -> None:
     """Run the support desk (and the demo model when no LLM is set)."""
     settings = load_settings(database_url)
     configure_logging(settings)
     listener = Listener(host or settings.host, port or settings.port)
-    with database_errors_explained():
-        migrate(settings.resolved_database_url)
+    worker_count = workers or settings.workers
+    refusal = workers_refusal(settings, worker_count)
+    if refusal is not None:
+        raise SettingsConflict(refusal)
+    with ExitStack() as stack:
+        sole = _hold_data_dir(settings, stack)
+        with database_errors_explained():
+            migrate(settings.resolved_database_url)
+        _serve(settings, listener, workers=worker_count, sole=sole)
+
+
+def _hold_data_dir(settings: Settings, stack: ExitStack) -> bool:
+    """Take the data directory's server lock (until ``stack`` closes) when the setup allows one server only; True
+    when taken."""
+    limit = single_process_data(settings)
+    if limit is None:
+        return False
+    try:
+        stack.enter_context(sole_server(settings.data_dir))
+    except AnotherServerRunning as taken:
+        raise CommandError(_already_running(taken, limit)) from None
+    return True
+
+
+def _already_running(taken: AnotherServerRunning, limit: SingleProcessData) -> str:
+    holder = taken.holder
+    who = f"memdesk serve (pid {holder.pid}, {holder.url})" if holder else "another memdesk serve (still starting)"
+    return (
+        f"{who} already runs on the data directory {taken.data_dir.resolve()}, and only one may: {limit.reason}. "
+        f"Stop that one first, or give this one another MEMDESK_DATA_DIR. {limit.remedy}"
+    )
+
+
+def _serve(settings: Settings, listener: Listener, *, workers: int, sole: bool) -> None:
     handlers = {number: signal.signal(number, _request_stop) for number in STOP_SIGNALS}
     local: LocalModelServer | None = None
     try:
         local = _start_local_model(settings) if settings.uses_embedded_llm else None
         database = printable_url(settings.resolved_database_url)
-        if not record_this_server(settings.data_dir, url=listener.url, database=database):
-            logger.warning("Another memdesk serve is running from %s.", settings.data_dir)
-        _log_banner(settings, listener, local)
-        _run_uvicorn(settings, listener)
+        if not record_this_server(settings.data_dir, url=listener.url, database=database, sole=sole):
+            logger.info("Another memdesk serve runs from %s; commands that look for a server find that one.",
+                        settings.data_dir)  # fmt: skip
+        _log_banner(settings, listener, local, workers)
+        if workers == 1:
+            _run_uvicorn(settings, listener)
+        else:
+            run_workers(
+                settings,
+                host=listener.host,
+                port=listener.port,
+                workers=workers,
+                graceful_shutdown_s=GRACEFUL_SHUTDOWN_S,
+            )
     except StopRequested as stop:
         logger.info("memdesk serve stopping (%s).", stop)
     finally:
@@ -110,7 +189,7 @@ def _start_local_model(settings: Settings) -> LocalModelServer:
         raise CommandError(str(error)) from error
 
 
-def _log_banner(settings: Settings, listener: Listener, local: LocalModelServer | None) -> None:
+def _log_banner(settings: Settings, listener: Listener, local: LocalModelServer | None, workers: int) -> None:
     base = listener.url
     lines = [
         f"memdesk is running at {base}",
@@ -120,6 +199,8 @@ def _log_banner(settings: Settings, listener: Listener, local: LocalModelServer 
         f"  widget API:    {base}/api/widget/",
         f"  database:      {printable_url(settings.resolved_database_url)}",
     ]
+    if workers > 1:
+        lines.append(f"  workers:       {workers} processes on this port")
     if local is not None:
         lines += [f"  LLM:           embedded SmolLM2-135M-Instruct at {local.base_url}", "", REAL_ENDPOINT_HINT]
     else:

@@ -56,11 +56,9 @@ class ServeProcess:
             self.process.wait(timeout=10)
 
 
-def start_serve(work_dir: Path, settings: dict[str, str]) -> ServeProcess:
-    """Start ``memdesk serve`` with ``settings`` (``MEMDESK_*`` names) and wait until it answers ``/healthz``."""
-    work_dir.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    environment = {
+def serve_environment(work_dir: Path, port: int, settings: dict[str, str]) -> dict[str, str]:
+    """The environment of a ``memdesk serve`` child: none of this process's ``MEMDESK_*``, then ``settings``."""
+    return {
         **{key: value for key, value in os.environ.items() if not key.startswith("MEMDESK_")},
         "PYTHONPATH": str(REPOSITORY_ROOT),
         "MEM0_TELEMETRY": "False",
@@ -71,6 +69,26 @@ def start_serve(work_dir: Path, settings: dict[str, str]) -> ServeProcess:
         "MEMDESK_ACCESS_LOG": "false",
         **settings,
     }
+
+
+def serve_until_exit(work_dir: Path, settings: dict[str, str], *, timeout_s: float) -> subprocess.CompletedProcess[str]:
+    """Run ``memdesk serve`` expecting it to refuse to start: its exit code and output, or a timeout error."""
+    work_dir.mkdir(parents=True, exist_ok=True)
+    return subprocess.run(
+        [sys.executable, "-m", "app.cli", "serve"],
+        cwd=work_dir,
+        env=serve_environment(work_dir, free_port(), settings),
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+    )
+
+
+def start_serve(work_dir: Path, settings: dict[str, str]) -> ServeProcess:
+    """Start ``memdesk serve`` with ``settings`` (``MEMDESK_*`` names) and wait until it answers ``/healthz``."""
+    work_dir.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    environment = serve_environment(work_dir, port, settings)
     log_path = work_dir / "serve.log"
     with log_path.open("ab") as log:
         process = subprocess.Popen(
