@@ -139,14 +139,13 @@ class AgentService:
 
     # -- scheduling ----------------------------------------------------------------------------------------------
     def accept_customer_message(self, session: Session, conversation: Conversation, text: str) -> Message:
-        """Persist the customer's message (committed before anything can fail) and schedule a reply."""
+        """Persist the customer's message (committed before anything can fail) and schedule a reply. The caller has
+        marked the conversation's activity (``updated_at``) in the session's open transaction, which this commits."""
         assert conversation.id is not None
         message = Message(
             conversation_id=conversation.id, role=MessageRole.USER, author=MessageAuthor.CUSTOMER, content=text
         )
-        conversation.updated_at = datetime.now(UTC)
         session.add(message)
-        session.add(conversation)
         session.commit()
         self.broker.publish(conversation.id, "message.created", message_event(message, conversation))
         if conversation.status not in SILENT_STATUSES:

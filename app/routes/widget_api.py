@@ -15,12 +15,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, HTTPException, Path, Query, Request, status
 from fastapi.responses import StreamingResponse
 from prometheus_client import Gauge
 from pydantic import AfterValidator, BaseModel, Field, StrictBool
+from sqlalchemy import update
 from sqlmodel import Session, col, select
 
 from app.conversation_context import start_first_segment
@@ -222,18 +224,14 @@ async def post_message(
 def _post_message(
     session: Session, services: Services, visitor: Visitor, conversation_ref: str, body: MessageIn
 ) -> MessagePublic:
-    conversation = _own_conversation(session, visitor, conversation_ref)
     text = body.content
     limit = services.settings.max_message_chars
     if len(text) > limit:
-        session.rollback()
         raise HTTPException(
             status.HTTP_413_CONTENT_TOO_LARGE,
             detail=f"Messages can be at most {limit} characters; this one has {len(text)}. Split it up.",
         )
-    if conversation.status == ConversationStatus.CLOSED:
-        session.rollback()
-        raise HTTPException(status.HTTP_409_CONFLICT, detail="This conversation is closed; start a new one.")
+    conversation = _touch_open_conversation(session, visitor, conversation_ref)
     wait = services.message_limiter.retry_after(customer_rate_key(visitor.customer_public_id))
     if wait is not None:
         services.metrics.rate_limited.inc()
@@ -247,6 +245,31 @@ def _post_message(
     if body.handoff:
         _hand_off_on_button(session, services, conversation, text)
     return MessagePublic.of(message, conversation_public_id=conversation.public_id)
+
+
+def _touch_open_conversation(session: Session, visitor: Visitor, conversation_ref: str) -> Conversation:
+    """The visitor's open conversation, its last activity set to now (in the transaction the message commits): one
+    statement checks the owner and the status and writes the time. Only when it finds nothing does a second query
+    tell a missing conversation (404), a revoked token (401) and a closed conversation (409) apart."""
+    owner = select(Customer.id).where(Customer.public_id == visitor.customer_public_id).scalar_subquery()
+    touch = (
+        update(Conversation)
+        .where(
+            col(Conversation.public_id) == conversation_ref,
+            col(Conversation.customer_id) == owner,
+            col(Conversation.status) != ConversationStatus.CLOSED,
+        )
+        .values(updated_at=datetime.now(UTC))
+        .returning(Conversation)
+    )
+    conversation: Conversation | None = (
+        session.execute(touch, execution_options={"synchronize_session": False}).scalars().first()
+    )
+    if conversation is not None:
+        return conversation
+    _own_conversation(session, visitor, conversation_ref)  # 401 or 404 when it is not the visitor's
+    session.rollback()
+    raise HTTPException(status.HTTP_409_CONFLICT, detail="This conversation is closed; start a new one.")
 
 
 def _hand_off_on_button(session: Session, services: Services, conversation: Conversation, text: str) -> None:

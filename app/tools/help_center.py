@@ -1,21 +1,30 @@
 """Help-center search: a small ranked keyword search over ``help_articles``, and the tool that exposes it.
 
 Ranking is BM25 over the article body plus fixed boosts for query terms found in the title and tags, after light
-normalisation (lower case, stop words removed, a few suffixes stripped, a handful of synonyms). It reads every
+normalisation (lower case, stop words removed, a few suffixes stripped, a handful of synonyms). It scores every
 article on each search, which is right for a help center of dozens or a few hundred articles; a larger one should
 move to the database's full-text index (SQLite FTS5, PostgreSQL ``tsvector``).
+
+The articles are read from the database at most every ``ARTICLES_FRESH_S`` per engine (``load_articles``): they
+change only when a shop is seeded or edited, while every turn that looks for help would otherwise query them all.
+A write through this process's ORM drops the copy at once; one made by another process shows within that time.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import threading
+import time
+import weakref
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import Field
+from sqlalchemy import Connection, Engine, event
+from sqlalchemy.orm import Mapper
 from sqlmodel import Session, col, select
 
 from app.models import HelpArticle
@@ -28,6 +37,7 @@ TAG_WEIGHT = 2.0
 PHRASE_BONUS = 8.0
 BM25_K1 = 1.2
 BM25_B = 0.75
+ARTICLES_FRESH_S = 60.0
 MIN_STEM_LENGTH = 3
 DEFAULT_RESULTS = 3
 MAX_RESULTS = 5
@@ -133,8 +143,33 @@ def search_articles(articles: Sequence[HelpArticle], query: str, *, limit: int =
     return hits[:limit]
 
 
-def load_articles(session: Session) -> list[HelpArticle]:
-    return list(session.exec(select(HelpArticle).order_by(col(HelpArticle.id))))
+# Per engine (a test's or a server's database), detached copies, so no session's expiry or closing reaches them.
+_loaded: weakref.WeakKeyDictionary[Engine, tuple[float, tuple[HelpArticle, ...]]] = weakref.WeakKeyDictionary()
+_loaded_lock = threading.Lock()
+
+
+def load_articles(session: Session) -> Sequence[HelpArticle]:
+    """Every article, in id order: this process's copy when it is recent (see the module docstring)."""
+    bind = session.get_bind()
+    engine = bind.engine if isinstance(bind, Connection) else bind
+    with _loaded_lock:
+        loaded = _loaded.get(engine)
+    if loaded is not None and time.monotonic() - loaded[0] < ARTICLES_FRESH_S:
+        return loaded[1]
+    read_at = time.monotonic()
+    rows = session.exec(select(HelpArticle).order_by(col(HelpArticle.id))).all()
+    articles = tuple(HelpArticle(**row.model_dump()) for row in rows)
+    with _loaded_lock:
+        _loaded[engine] = (read_at, articles)
+    return articles
+
+
+@event.listens_for(HelpArticle, "after_insert")
+@event.listens_for(HelpArticle, "after_update")
+@event.listens_for(HelpArticle, "after_delete")
+def _forget_loaded(mapper: Mapper[HelpArticle], connection: Connection, target: HelpArticle) -> None:
+    with _loaded_lock:
+        _loaded.pop(connection.engine, None)
 
 
 class SearchHelpArguments(ToolArguments):

@@ -264,6 +264,20 @@ def test_search_help_articles_ranks_the_relevant_article_first(
     assert nothing["results"] == [] and "human" in nothing["note"]
 
 
+def test_a_help_article_added_while_the_desk_runs_is_found_at_the_next_search(
+    registry: ToolRegistry, session: Session, shop: TinyShop
+) -> None:
+    context = alice(session, shop)
+    assert call(registry, context, "search_help_articles", query="gift wrapping")["results"] == []
+    session.add(HelpArticle(slug="gift-wrap", title="Gift wrapping", body="We gift wrap any order.", tags=["gift"]))
+    session.commit()
+    found = call(registry, context, "search_help_articles", query="gift wrapping")
+    assert [result["slug"] for result in found["results"]] == ["gift-wrap"]
+    session.delete(session.exec(select(HelpArticle).where(HelpArticle.slug == "gift-wrap")).one())
+    session.commit()
+    assert call(registry, context, "search_help_articles", query="gift wrapping")["results"] == []
+
+
 # --- confirmation ------------------------------------------------------------------------------------------------
 
 
