@@ -18,6 +18,7 @@ from pathlib import Path
 import httpx
 
 from tests.app.live_app import free_port
+from tests.support.scripted_llm import ScriptedLLMServer
 
 REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
 READY_TIMEOUT_S = 60.0
@@ -54,6 +55,20 @@ class ServeProcess:
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait(timeout=10)
+
+
+def scripted_llm_settings(llm: ScriptedLLMServer) -> dict[str, str]:
+    """The settings of a server whose LLM is ``llm``: no retries, no memory, no debounce, no scheduled sync (a test
+    adds or overrides what it needs)."""
+    return {
+        "MEMDESK_LLM_BASE_URL": llm.base_url,
+        "MEMDESK_LLM_API_KEY": "test-key",
+        "MEMDESK_CHAT_MODEL": "scripted-chat",
+        "MEMDESK_LLM_MAX_RETRIES": "0",
+        "MEMDESK_MEMORY_ENABLED": "false",
+        "MEMDESK_REPLY_DEBOUNCE_S": "0",
+        "MEMDESK_SYNC_AT": "",
+    }
 
 
 def serve_environment(work_dir: Path, port: int, settings: dict[str, str]) -> dict[str, str]:

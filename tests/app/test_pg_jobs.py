@@ -33,7 +33,7 @@ from memory.conclusions import Conclusion
 from memory.config import EmbedderKind, MemoryOptions, VectorStoreKind
 from memory.outbox import ConclusionOutbox
 from memory.store import CustomerMemory
-from tests.app.serve_process import ServeProcess, start_serve
+from tests.app.serve_process import ServeProcess, scripted_llm_settings, start_serve
 from tests.memory.conftest import hashing_options
 from tests.support.rows import add_customer_conversation
 from tests.support.scripted_llm import ScriptedLLMServer
@@ -219,11 +219,8 @@ def cluster(postgres_server: Any, tmp_path_factory: pytest.TempPathFactory) -> I
     )
     with ScriptedLLMServer() as llm, ExitStack() as stack:
         settings = {
+            **scripted_llm_settings(llm),
             "MEMDESK_DATABASE_URL": url,
-            "MEMDESK_LLM_BASE_URL": llm.base_url,
-            "MEMDESK_LLM_API_KEY": "test-key",
-            "MEMDESK_CHAT_MODEL": "scripted-chat",
-            "MEMDESK_LLM_MAX_RETRIES": "0",
             "MEMDESK_MEMORY_ENABLED": "true",
             "MEMDESK_MEMORY_EMBEDDER": "hashing",
             "MEMDESK_MEMORY_STORE": "pgvector",

@@ -33,7 +33,7 @@ from sqlmodel import Session, col, select
 from app.db import alembic_config, create_db_engine, current_revision, migrate
 from app.models import Conversation
 from app.turn_ownership import LOCK_APPLICATION_NAME, TURN_LOCK_NAMESPACE, PostgresTurnOwnership
-from tests.app.serve_process import ServeProcess, start_serve
+from tests.app.serve_process import ServeProcess, scripted_llm_settings, start_serve
 from tests.app.test_pg_workers import visitor
 from tests.support.scripted_llm import RecordedRequest, ScriptedLLMServer, ScriptedReply
 
@@ -99,15 +99,10 @@ def fresh_database(postgres_server: Any) -> str:
 
 def worker_settings(database_url: str, llm: ScriptedLLMServer) -> dict[str, str]:
     return {
+        **scripted_llm_settings(llm),
         "MEMDESK_DATABASE_URL": database_url,
-        "MEMDESK_LLM_BASE_URL": llm.base_url,
-        "MEMDESK_LLM_API_KEY": "test-key",
-        "MEMDESK_CHAT_MODEL": "scripted-chat",
-        "MEMDESK_LLM_MAX_RETRIES": "0",
-        "MEMDESK_MEMORY_ENABLED": "false",
         "MEMDESK_REPLY_DEBOUNCE_S": str(DEBOUNCE_S),
         "MEMDESK_TURN_RECOVERY_INTERVAL_S": str(RECOVERY_INTERVAL_S),
-        "MEMDESK_SYNC_AT": "",
         "MEMDESK_VISITOR_MESSAGES_PER_MINUTE": "100",
     }
 

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from tests.app.live_app import sse_events
-from tests.app.serve_process import ServeProcess, start_serve
+from tests.app.serve_process import ServeProcess, scripted_llm_settings, start_serve
 from tests.support.scripted_llm import RecordedRequest, ScriptedLLMServer, ScriptedReply
 
 MESSAGES_PER_MINUTE = 3
@@ -43,14 +43,8 @@ def workers(postgres_server: Any, tmp_path_factory: pytest.TempPathFactory) -> I
     socket_dir = postgres_server.get_uri().split("host=")[-1]
     with ScriptedLLMServer(rule=streamed_answer) as llm, ExitStack() as stack:
         settings = {
+            **scripted_llm_settings(llm),
             "MEMDESK_DATABASE_URL": f"postgresql+psycopg://postgres:@/{name}?host={socket_dir}",
-            "MEMDESK_LLM_BASE_URL": llm.base_url,
-            "MEMDESK_LLM_API_KEY": "test-key",
-            "MEMDESK_CHAT_MODEL": "scripted-chat",
-            "MEMDESK_LLM_MAX_RETRIES": "0",
-            "MEMDESK_MEMORY_ENABLED": "false",
-            "MEMDESK_REPLY_DEBOUNCE_S": "0",
-            "MEMDESK_SYNC_AT": "",
             "MEMDESK_VISITOR_MESSAGES_PER_MINUTE": str(MESSAGES_PER_MINUTE),
         }
         served = []

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from app.pid_files import process_alive
-from tests.app.serve_process import ServeProcess, serve_until_exit, start_serve
+from tests.app.serve_process import ServeProcess, scripted_llm_settings, serve_until_exit, start_serve
 from tests.support.scripted_llm import ScriptedLLMServer
 
 REPLY_TIMEOUT_S = 15.0
@@ -27,18 +27,6 @@ WORKERS_GONE_TIMEOUT_S = 15.0
 PROCESS_LINE = re.compile(r'^memdesk_process\{pid="(\d+)"\} 1\.0$', re.MULTILINE)
 STATEMENT_LINE = re.compile(r'^memdesk_db_statements_total\{kind="(\w+)"\} ([0-9.e+]+)$', re.MULTILINE)
 TURN_LINE = re.compile(r'^memdesk_turns_total\{outcome="answered"\} ([0-9.e+]+)$', re.MULTILINE)
-
-
-def chat_settings(llm: ScriptedLLMServer) -> dict[str, str]:
-    return {
-        "MEMDESK_LLM_BASE_URL": llm.base_url,
-        "MEMDESK_LLM_API_KEY": "test-key",
-        "MEMDESK_CHAT_MODEL": "scripted-chat",
-        "MEMDESK_LLM_MAX_RETRIES": "0",
-        "MEMDESK_MEMORY_ENABLED": "false",
-        "MEMDESK_REPLY_DEBOUNCE_S": "0",
-        "MEMDESK_SYNC_AT": "",
-    }
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +41,7 @@ def two_worker_settings(postgres_server: Any, llm: ScriptedLLMServer) -> dict[st
     postgres_server.psql(f"CREATE DATABASE {name};")
     socket_dir = postgres_server.get_uri().split("host=")[-1]
     return {
-        **chat_settings(llm),
+        **scripted_llm_settings(llm),
         "MEMDESK_DATABASE_URL": f"postgresql+psycopg://postgres:@/{name}?host={socket_dir}",
         "MEMDESK_WORKERS": "2",
     }
@@ -165,7 +153,9 @@ def test_the_workers_of_a_killed_server_stop_and_free_the_port(
 
 
 def test_two_workers_on_sqlite_are_refused_with_the_setting_to_change(tmp_path: Path, llm: ScriptedLLMServer) -> None:
-    refused = serve_until_exit(tmp_path, {**chat_settings(llm), "MEMDESK_WORKERS": "2"}, timeout_s=REFUSAL_TIMEOUT_S)
+    refused = serve_until_exit(
+        tmp_path, {**scripted_llm_settings(llm), "MEMDESK_WORKERS": "2"}, timeout_s=REFUSAL_TIMEOUT_S
+    )
     assert refused.returncode == 2, refused.stderr
     assert "memdesk serve: --workers 2 cannot run: with a SQLite database" in refused.stderr
     assert "Set MEMDESK_DATABASE_URL" in refused.stderr
@@ -175,7 +165,7 @@ def test_two_workers_on_sqlite_are_refused_with_the_setting_to_change(tmp_path: 
 def test_a_second_server_on_the_same_sqlite_data_is_refused_until_the_first_is_killed(
     tmp_path: Path, llm: ScriptedLLMServer
 ) -> None:
-    settings = chat_settings(llm)
+    settings = scripted_llm_settings(llm)
     first = start_serve(tmp_path, settings)
     try:
         refused = serve_until_exit(tmp_path, settings, timeout_s=REFUSAL_TIMEOUT_S)
