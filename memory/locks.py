@@ -4,6 +4,8 @@
 - ``held``: a thread lock of this process.
 - ``SerializedClient``: the embedded Qdrant client with every method call under a thread lock (Qdrant's local mode
   is plain Python state that concurrent calls would corrupt).
+- ``creation_serialized``: around the creation of a PostgreSQL store's schema (pgvector), a PostgreSQL advisory lock
+  that several processes and machines take in turn.
 - ``SequenceLock``: around a read-then-write sequence (the idempotency check before an add, erasure's
   list-then-delete): a thread lock, plus, for a store that several processes open (``memory.sqlite_store``), an
   advisory file lock beside it, so that two processes never interleave such sequences either.
@@ -20,6 +22,23 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from memory.errors import MemoryStoreBusyError
+
+# An arbitrary constant that names the memory store's schema creation among a database's advisory locks.
+SCHEMA_CREATION_LOCK_KEY = 3_918_226_417
+
+
+@contextmanager
+def creation_serialized(postgres_url: str | None) -> Iterator[None]:
+    """Hold a PostgreSQL session advisory lock on ``postgres_url`` for the block (nothing without a URL). The lock
+    lives on a connection of its own, closed at the end, so it never outlives the block, even if the unlock fails."""
+    if postgres_url is None:
+        yield
+        return
+    import psycopg  # PostgreSQL mode only
+
+    with psycopg.connect(postgres_url, autocommit=True) as connection:
+        connection.execute("SELECT pg_advisory_lock(%s)", (SCHEMA_CREATION_LOCK_KEY,))
+        yield
 
 
 def _busy(timeout_s: float, what: str) -> MemoryStoreBusyError:

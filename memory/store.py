@@ -55,7 +55,7 @@ from memory.errors import (
     MemoryStoreLockedError,
 )
 from memory.items import as_item, check_customer_id, human_mark
-from memory.locks import SequenceLock, SerializedClient, held
+from memory.locks import SequenceLock, SerializedClient, creation_serialized, held
 from memory.query_cache import CachingEmbedder, QueryEmbeddingCache
 
 __all__ = [
@@ -99,7 +99,8 @@ class CustomerMemory:
         self._sequences = SequenceLock(lock_timeout_s, self._sequence_lock_path(options))
         self._store_lock = threading.RLock()  # around each call into the embedded Qdrant client
         try:
-            self._mem0 = Memory(build_mem0_config(options))
+            with creation_serialized(self._schema_url(options)):
+                self._mem0 = Memory(build_mem0_config(options))
         except RuntimeError as error:
             if "already accessed by another instance" in str(error):
                 raise MemoryStoreLockedError(
@@ -122,6 +123,12 @@ class CustomerMemory:
             self._index_customer_ids()
 
     @staticmethod
+    def _schema_url(options: MemoryOptions) -> str | None:
+        # Mem0's pgvector store creates its extension and table at start, and memdesk an index: CREATE ... IF NOT
+        # EXISTS still fails when another server creates the same object at that moment, so servers take turns.
+        return options.pgvector_url if options.vector_store is VectorStoreKind.PGVECTOR else None
+
+    @staticmethod
     def _sequence_lock_path(options: MemoryOptions) -> Path | None:
         # Only the SQLite store is opened by several local processes; pgvector's own transactions cover its
         # processes, and Qdrant's local mode admits one process.
@@ -136,14 +143,15 @@ class CustomerMemory:
         from psycopg import sql
 
         vector_store = self._mem0.vector_store
-        vector_store.create_col()  # Mem0 creates its table lazily; its statements are all IF NOT EXISTS
         table = self.options.collection
-        with vector_store.connection_pool.connection() as connection:
-            connection.execute(
-                sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} ((payload->>'user_id'))").format(
-                    sql.Identifier(f"{table}_user_id_idx"), sql.Identifier(table)
+        with creation_serialized(self._schema_url(self.options)):
+            vector_store.create_col()  # Mem0 creates its table lazily; its statements are all IF NOT EXISTS
+            with vector_store.connection_pool.connection() as connection:
+                connection.execute(
+                    sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} ((payload->>'user_id'))").format(
+                        sql.Identifier(f"{table}_user_id_idx"), sql.Identifier(table)
+                    )
                 )
-            )
 
     def _contain_dependencies(self) -> None:
         """Serialize calls into the embedded Qdrant client (before Mem0 lazily shares it with its entity store),

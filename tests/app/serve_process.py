@@ -12,6 +12,8 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -126,3 +128,17 @@ def start_serve(work_dir: Path, settings: dict[str, str]) -> ServeProcess:
         time.sleep(0.1)
     served.ensure_stopped()
     raise AssertionError(f"memdesk serve did not answer within {READY_TIMEOUT_S} s:\n{served.log()[-4000:]}")
+
+
+def start_together(work_dirs: list[Path], settings: dict[str, str], stack: ExitStack) -> list[ServeProcess]:
+    """Start one worker per directory at the same moment; each is stopped when ``stack`` closes."""
+    with ThreadPoolExecutor(max_workers=len(work_dirs)) as pool:
+        starting = [pool.submit(start_serve, work_dir, settings) for work_dir in work_dirs]
+        started = [future.result() if future.exception() is None else future.exception() for future in starting]
+    for process in started:
+        if isinstance(process, ServeProcess):
+            stack.callback(process.ensure_stopped)
+    for process in started:
+        if isinstance(process, BaseException):
+            raise process
+    return [process for process in started if isinstance(process, ServeProcess)]

@@ -33,7 +33,7 @@ from memory.conclusions import Conclusion
 from memory.config import EmbedderKind, MemoryOptions, VectorStoreKind
 from memory.outbox import ConclusionOutbox
 from memory.store import CustomerMemory
-from tests.app.serve_process import ServeProcess, scripted_llm_settings, start_serve
+from tests.app.serve_process import ServeProcess, scripted_llm_settings, start_together
 from tests.memory.conftest import hashing_options
 from tests.support.rows import add_customer_conversation
 from tests.support.scripted_llm import ScriptedLLMServer
@@ -228,11 +228,8 @@ def cluster(postgres_server: Any, tmp_path_factory: pytest.TempPathFactory) -> I
             "MEMDESK_SYNC_AT": sync_at.strftime("%H:%M"),
             "MEMDESK_TIMEZONE": SYNC_TIMEZONE,
         }
-        with ThreadPoolExecutor(max_workers=2) as pool:  # started together, as behind a load balancer
-            starting = [pool.submit(start_serve, tmp_path_factory.mktemp(f"worker-{n}"), settings) for n in "ab"]
-            workers = [future.result() for future in starting]
-        for process in workers:
-            stack.callback(process.ensure_stopped)
+        # Started together, as behind a load balancer.
+        workers = start_together([tmp_path_factory.mktemp(f"worker-{n}") for n in "ab"], settings, stack)
         db = create_db_engine(url)
         stack.callback(db.dispose)
         yield Cluster(db, workers, memory, sync_at)

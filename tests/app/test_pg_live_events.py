@@ -219,7 +219,7 @@ def test_a_worker_whose_listening_connection_dies_ends_its_streams_and_listens_a
                     killed = connection.execute(
                         text(
                             "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                            "WHERE application_name = :name"
+                            "WHERE application_name = :name AND datname = current_database()"
                         ),
                         {"name": LISTENER_APPLICATION_NAME},
                     ).scalar_one()

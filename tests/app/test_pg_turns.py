@@ -17,7 +17,6 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +32,7 @@ from sqlmodel import Session, col, select
 from app.db import alembic_config, create_db_engine, current_revision, migrate
 from app.models import Conversation
 from app.turn_ownership import LOCK_APPLICATION_NAME, TURN_LOCK_NAMESPACE, PostgresTurnOwnership
-from tests.app.serve_process import ServeProcess, scripted_llm_settings, start_serve
+from tests.app.serve_process import ServeProcess, scripted_llm_settings, start_together
 from tests.app.test_pg_workers import visitor
 from tests.support.scripted_llm import RecordedRequest, ScriptedLLMServer, ScriptedReply
 
@@ -105,20 +104,6 @@ def worker_settings(database_url: str, llm: ScriptedLLMServer) -> dict[str, str]
         "MEMDESK_TURN_RECOVERY_INTERVAL_S": str(RECOVERY_INTERVAL_S),
         "MEMDESK_VISITOR_MESSAGES_PER_MINUTE": "100",
     }
-
-
-def start_together(work_dirs: list[Path], settings: dict[str, str], stack: ExitStack) -> list[ServeProcess]:
-    """Start one worker per directory at the same moment; each is stopped when ``stack`` closes."""
-    with ThreadPoolExecutor(max_workers=len(work_dirs)) as pool:
-        starting = [pool.submit(start_serve, work_dir, settings) for work_dir in work_dirs]
-        started = [future.result() if future.exception() is None else future.exception() for future in starting]
-    for process in started:
-        if isinstance(process, ServeProcess):
-            stack.callback(process.ensure_stopped)
-    for process in started:
-        if isinstance(process, BaseException):
-            raise process
-    return [process for process in started if isinstance(process, ServeProcess)]
 
 
 @contextmanager
