@@ -9,18 +9,17 @@ from typing import Any
 
 import pytest
 from sqlalchemy import Engine
-from sqlmodel import Session, col, select
+from sqlmodel import Session
 
 from app.db import create_db_engine, migrate
 from app.memory_outbox import SqlOutboxRepository, enqueue_key_decisions
-from app.models import Conclusion as ConclusionRow
 from app.models import OutboxStatus
 from compression import KeyDecision
 from memory.conclusions import Conclusion
 from memory.outbox import ConclusionOutbox, backoff_s
 from memory.store import CustomerMemory
 from tests.memory.conftest import hashing_options
-from tests.support.rows import add_customer_conversation
+from tests.support.rows import add_customer_conversation, outbox_rows
 
 DECISIONS = [
     KeyDecision("promise", "Refund of $42.10 for order #W2378156 by 2026-12-02", date(2026, 12, 2), ("#W2378156",)),
@@ -67,11 +66,6 @@ def _queue(db: Engine) -> int:
         return customer_id
 
 
-def _rows(db: Engine) -> list[ConclusionRow]:
-    with Session(db) as session:
-        return list(session.exec(select(ConclusionRow).order_by(col(ConclusionRow.id))).all())
-
-
 class FlakyMemory:
     """The real CustomerMemory, whose Mem0 ``add`` fails while ``down`` is set (Mem0 being unreachable)."""
 
@@ -93,11 +87,11 @@ class FlakyMemory:
 
 def test_key_decisions_are_queued_once_and_delivered_once(db: Engine, store: CustomerMemory) -> None:
     customer_id = _queue(db)
-    assert [row.status for row in _rows(db)] == [OutboxStatus.PENDING] * 3
+    assert [row.status for row in outbox_rows(db)] == [OutboxStatus.PENDING] * 3
     outbox = ConclusionOutbox(SqlOutboxRepository(db), store)
     report = outbox.deliver_due()
     assert (report.delivered, report.failed) == (3, 0)
-    rows = _rows(db)
+    rows = outbox_rows(db)
     assert all(row.status == OutboxStatus.DELIVERED and row.memory_id and row.delivered_at for row in rows)
     assert outbox.deliver_due().delivered == 0, "nothing is delivered twice"
     memories = store.list(str(customer_id))
@@ -115,7 +109,7 @@ def test_mem0_failures_leave_conclusions_waiting_with_backoff_then_delivered_wit
 
     report = outbox.deliver_due()
     assert (report.delivered, report.failed) == (0, 3) and "unreachable" in report.errors[0]
-    for row in _rows(db):
+    for row in outbox_rows(db):
         assert row.status == OutboxStatus.PENDING and row.attempts == 1
         assert row.last_error and "ConnectionError" in row.last_error
         assert row.next_attempt_at is not None
@@ -124,7 +118,7 @@ def test_mem0_failures_leave_conclusions_waiting_with_backoff_then_delivered_wit
 
     clock.now += timedelta(seconds=backoff_s(1))
     assert outbox.deliver_due().failed == 3
-    assert {row.attempts for row in _rows(db)} == {2}
+    assert {row.attempts for row in outbox_rows(db)} == {2}
 
     flaky.down = False
     clock.now += timedelta(seconds=backoff_s(2))
@@ -143,14 +137,14 @@ def test_a_crash_between_delivery_and_acknowledgement_never_duplicates(db: Engin
 
     with pytest.raises(SystemExit):
         ConclusionOutbox(CrashingAck(db), store).deliver_due()
-    assert all(row.status == OutboxStatus.PENDING for row in _rows(db))
+    assert all(row.status == OutboxStatus.PENDING for row in outbox_rows(db))
     assert len(store.list(str(customer_id))) == 1, "the first conclusion reached Mem0 before the crash"
 
     report = ConclusionOutbox(repository, store).deliver_due()  # the restarted process
     assert report.delivered == 3
     memories = store.list(str(customer_id))
     assert len(memories) == 3, "the retry found the memory already there instead of adding it again"
-    assert {m.id for m in memories} == {row.memory_id for row in _rows(db)}
+    assert {m.id for m in memories} == {row.memory_id for row in outbox_rows(db)}
 
 
 def test_conclusions_that_keep_failing_are_marked_failed_and_stay_visible(db: Engine, store: CustomerMemory) -> None:
@@ -161,6 +155,6 @@ def test_conclusions_that_keep_failing_are_marked_failed_and_stay_visible(db: En
     clock.now += timedelta(hours=1)
     report = outbox.deliver_due()
     assert report.gave_up == 3 and outbox.failed_total == 6
-    rows = _rows(db)
+    rows = outbox_rows(db)
     assert all(row.status == OutboxStatus.FAILED and row.attempts == 2 and row.last_error for row in rows)
     assert SqlOutboxRepository(db).counts() == {"failed": 3}

@@ -35,7 +35,7 @@ from memory.outbox import ConclusionOutbox
 from memory.store import CustomerMemory
 from tests.app.serve_process import ServeProcess, scripted_llm_settings, start_together
 from tests.memory.conftest import hashing_options
-from tests.support.rows import add_customer_conversation
+from tests.support.rows import add_customer_conversation, outbox_rows
 from tests.support.scripted_llm import ScriptedLLMServer
 
 ROWS = 300
@@ -62,11 +62,6 @@ def queue_conclusions(db: Engine, rows: int = ROWS, customers: int = CUSTOMERS) 
             ids.append(customer_id)
         session.commit()
     return ids
-
-
-def outbox_rows(db: Engine) -> list[ConclusionRow]:
-    with Session(db) as session:
-        return list(session.exec(select(ConclusionRow).order_by(col(ConclusionRow.id))).all())
 
 
 class RecordingMemory:

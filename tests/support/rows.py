@@ -1,11 +1,13 @@
-"""Rows most database tests start from: a customer and a conversation of theirs."""
+"""Rows most database tests start from (a customer and a conversation of theirs), and the outbox rows they read."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlmodel import Session
+from sqlalchemy import Engine
+from sqlmodel import Session, col, select
 
+from app.models import Conclusion as ConclusionRow
 from app.models import Conversation, Customer
 
 
@@ -20,3 +22,9 @@ def add_customer_conversation(session: Session, name: str = "Jane", **customer: 
     session.flush()
     assert conversation.id is not None
     return row.id, conversation.id
+
+
+def outbox_rows(db: Engine) -> list[ConclusionRow]:
+    """Every row of the conclusions outbox, in the order they were queued."""
+    with Session(db) as session:
+        return list(session.exec(select(ConclusionRow).order_by(col(ConclusionRow.id))).all())
