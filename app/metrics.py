@@ -11,9 +11,8 @@ the workers apart and sum their counters.
 
 Database statements (``count_statements``) are counted by SQLAlchemy event listeners on the application's engine, one
 per round trip to the database: each statement by its first keyword, the transaction's begin (PostgreSQL's driver
-sends BEGIN on its own; on SQLite ``app.db`` sends it as a statement), commit and rollback, and, where the pool pings
-connections, the ping at each checkout (``connect`` instead when the connection was just opened). The turn-lock and
-live-events connections have engines of their own and are not counted.
+sends BEGIN on its own; on SQLite ``app.db`` sends it as a statement), commit and rollback. The pool does not ping
+(``app.db``). The turn-lock and live-events connections have engines of their own and are not counted.
 """
 
 from __future__ import annotations
@@ -47,8 +46,6 @@ STATEMENT_KINDS = frozenset(
 )
 
 AUTOCOMMIT = "AUTOCOMMIT"
-# Marks a pooled connection opened since its last checkout (in the pool record's ``info``).
-FRESH_CONNECTION = "memdesk_fresh_connection"
 
 
 def statement_kind(statement: str) -> str:
@@ -72,9 +69,6 @@ class _StatementCounter:
         event.listen(engine, "rollback", self._rollback)
         if engine.dialect.name != "sqlite":  # on SQLite the BEGIN is a statement of its own (app.db)
             event.listen(engine, "begin", self._begin)
-        if engine.pool._pre_ping:  # a documented option with no public reader
-            event.listen(engine.pool, "connect", self._connect)
-            event.listen(engine.pool, "checkout", self._checkout)
 
     def _statement(self, conn: Connection, cursor: Any, statement: str, *args: Any) -> None:
         self.counter.labels(statement_kind(statement)).inc()
@@ -90,13 +84,6 @@ class _StatementCounter:
     def _rollback(self, conn: Connection) -> None:
         if _sends_transaction_commands(conn):
             self.counter.labels("rollback").inc()
-
-    def _connect(self, dbapi_connection: Any, record: Any) -> None:
-        record.info[FRESH_CONNECTION] = True
-
-    def _checkout(self, dbapi_connection: Any, record: Any, proxy: Any) -> None:
-        # The pool pings a connection at each checkout but the first one, right after it was opened.
-        self.counter.labels("connect" if record.info.pop(FRESH_CONNECTION, False) else "ping").inc()
 
 
 class _LedgerCollector(Collector):
@@ -188,7 +175,7 @@ class Metrics:
         self.db_statements = Counter(
             "memdesk_db_statements",
             "Round trips to the database from this process's engine, by kind (statement keyword, begin, commit, "
-            "rollback, ping, connect)",
+            "rollback)",
             ["kind"],
             registry=registry,
         )

@@ -11,7 +11,7 @@ two ways:
 - ``db_statements_per_turn``: memdesk's own count, ``memdesk_db_statements_total{kind}`` from ``/metrics``, summed
   over the workers (a scrape is answered by one worker; the scrapes go on until every worker's pid was seen): the
   SQL statements of the application's engine (select, insert, update, delete, with, ...). ``db_round_trips_per_turn``
-  adds the round trips around them (begin, commit, rollback, the pool's ping at checkout); both by kind.
+  adds the round trips around them (begin, commit, rollback); both by kind.
 - ``pg_per_turn``: what PostgreSQL saw in ``pg_stat_database`` (transactions and rows), which includes the turn-lock
   and live-events connections the counter leaves out. The server publishes these statistics up to
   ``PG_STATS_SETTLE_S`` late, so each snapshot waits that long. pg_stat_statements would name the statements too,
@@ -56,7 +56,7 @@ TOP_COSTS = 3
 MEMDESK_PACKAGES = ("app", "memory", "compression")
 # Kinds of memdesk_db_statements_total that are not SQL statements of memdesk's code but transaction and pool
 # round trips around them.
-ROUND_TRIP_KINDS = frozenset({"begin", "commit", "rollback", "ping", "connect"})
+ROUND_TRIP_KINDS = frozenset({"begin", "commit", "rollback"})
 
 
 class Postgres:
