@@ -49,6 +49,7 @@ NONE_WORDS = frozenset({"", "none", "n/a", "-", "unknown", "no", "null"})
 _TAG = re.compile(r"^\[(?P<tag>[A-Z]\d{1,5})\]\s*")
 _FIELDS = re.compile(r"\s*\{(?P<body>[^{}]*)\}[\s.]*$")
 _SOURCE = re.compile(r"#?(\d{1,6})")
+_FIELD_SEPARATOR = re.compile(r"[|;]")
 _WORD = re.compile(r"[a-z]{3,}")
 _STOP_WORDS = frozenset(
     {
@@ -78,7 +79,7 @@ def parse_item(kind: KeyDecisionKind, raw: str) -> ParsedItem:
     fields: dict[str, str] = {}
     fields_match = _FIELDS.search(text)
     if fields_match:
-        for part in re.split(r"[|;]", fields_match.group("body")):
+        for part in _FIELD_SEPARATOR.split(fields_match.group("body")):
             name, _, value = part.partition(":")
             fields[name.strip().lower()] = value.strip()
         text = text[: fields_match.start()].rstrip()

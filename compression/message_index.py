@@ -27,7 +27,7 @@ from compression.types import Message
 INDEX_KEY = "memdesk_index"
 # Changes whenever pruning or extraction would produce something else for the same text, so older indexes are
 # recomputed instead of believed.
-INDEX_VERSION = 1
+INDEX_VERSION = 2
 
 Found = tuple[tuple[str, str], ...]
 

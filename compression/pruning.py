@@ -78,7 +78,7 @@ def _shrink_json_value(value: Any, depth: int) -> Any:
                     kept[key] = shrunk
             elif _keeps_key(str(key)):
                 long_text = isinstance(item, str) and len(item) > JSON_STRING_MAX_CHARS
-                kept[key] = item[:JSON_STRING_MAX_CHARS] + "…" if long_text else item
+                kept[key] = item[:JSON_STRING_MAX_CHARS] + "..." if long_text else item
         return kept
     if isinstance(value, list):
         if depth >= JSON_MAX_DEPTH:
@@ -95,7 +95,7 @@ def _shrink_json_value(value: Any, depth: int) -> Any:
 
 def _shrink_json_scalar(value: Any) -> Any:
     if isinstance(value, str) and len(value) > JSON_STRING_MAX_CHARS:
-        return value[:JSON_STRING_MAX_CHARS] + "…"
+        return value[:JSON_STRING_MAX_CHARS] + "..."
     return value
 
 
@@ -144,7 +144,7 @@ def shrink_table(lines: list[str], text: str) -> str | None:
         if consistent >= 0.9 * len(rows):
             data = rows[1:]
             omitted = len(data) - TABLE_HEAD_ROWS - TABLE_TAIL_ROWS
-            kept = [rows[0], *data[:TABLE_HEAD_ROWS], f"… {omitted} rows omitted …", *data[-TABLE_TAIL_ROWS:]]
+            kept = [rows[0], *data[:TABLE_HEAD_ROWS], f"... {omitted} rows omitted ...", *data[-TABLE_TAIL_ROWS:]]
             note = f"table of {len(data)} rows; kept header, first and last rows"
             return "\n".join([_header("table", text, note), *kept])
     return None
@@ -153,7 +153,7 @@ def shrink_table(lines: list[str], text: str) -> str | None:
 def shrink_text(text: str) -> str:
     """Head and tail of any text, with its original size."""
     note = "kept head and tail"
-    return f"{_header('text', text, note)}\n{text[:TEXT_HEAD_CHARS]}\n…\n{text[-TEXT_TAIL_CHARS:]}"
+    return f"{_header('text', text, note)}\n{text[:TEXT_HEAD_CHARS]}\n...\n{text[-TEXT_TAIL_CHARS:]}"
 
 
 # Reduced forms a host stored with its messages (``compression.message_index``), read before reducing again.
@@ -191,7 +191,7 @@ def _shrink(text: str) -> str:
 
 
 def _shorten_arguments(arguments: str) -> str:
-    truncated = json.dumps({"_truncated_arguments": arguments[:TOOL_ARGUMENT_STRING_MAX_CHARS] + "…"})
+    truncated = json.dumps({"_truncated_arguments": arguments[:TOOL_ARGUMENT_STRING_MAX_CHARS] + "..."})
     try:
         parsed = json.loads(arguments)
     except (ValueError, RecursionError):
@@ -199,7 +199,7 @@ def _shorten_arguments(arguments: str) -> str:
 
     def shorten(value: Any, depth: int) -> Any:
         if isinstance(value, str) and len(value) > TOOL_ARGUMENT_STRING_MAX_CHARS:
-            return value[:TOOL_ARGUMENT_STRING_MAX_CHARS] + "…"
+            return value[:TOOL_ARGUMENT_STRING_MAX_CHARS] + "..."
         if isinstance(value, (dict, list)) and depth >= JSON_MAX_DEPTH:
             return f"<{type(value).__name__} nested too deep>"
         if isinstance(value, dict):
@@ -210,7 +210,7 @@ def _shorten_arguments(arguments: str) -> str:
 
     shortened = json.dumps(shorten(parsed, 0), ensure_ascii=False)
     if len(shortened) > TOOL_ARGUMENTS_MAX_CHARS:
-        return json.dumps({"_truncated_arguments": shortened[:TOOL_ARGUMENT_STRING_MAX_CHARS] + "…"})
+        return json.dumps({"_truncated_arguments": shortened[:TOOL_ARGUMENT_STRING_MAX_CHARS] + "..."})
     return shortened
 
 

@@ -38,8 +38,11 @@ _HEADING_DECORATION = re.compile(r"^[#*_\s]+|[#*_:\s]+$")
 _ITEM_START = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 
 
+_NOT_A_LETTER = re.compile(r"[^a-z]")
+
+
 def _section_key(title: str) -> str:
-    return re.sub(r"[^a-z]", "", title.lower().replace("&", "and"))
+    return _NOT_A_LETTER.sub("", title.lower().replace("&", "and"))
 
 
 _SECTION_KEYS = {_section_key(title): title for title in SUMMARY_SECTIONS}

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import UTC, date, datetime
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from compression.dates import absolutize_dates, find_date
+from compression.dates import absolutize_dates, find_date, parse_timestamp
 from compression.facts import FactExtractor, FactPattern
 from compression.sections import parse_sections
+from compression.summarizer import _format_stamp, _stamp_text
 from compression.tokens import estimate_message_tokens, estimate_text_tokens
 
 TEXT = (
@@ -116,3 +119,28 @@ def test_clear_caches_forgets_customer_text_held_process_wide() -> None:
     clear_caches()
     assert _extract.cache_info().currsize == 0 and _shrink.cache_info().currsize == 0
     assert _keeps_key.cache_info().currsize == 0, "JSON keys can be customer data too"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30), timezones=st.just(UTC)),
+    st.sampled_from(["T", " "]),
+    st.sampled_from(["seconds", "minutes", "microseconds", "milliseconds"]),
+    st.sampled_from(["+00:00", "Z"]),
+)
+def test_a_stored_utc_stamp_is_shown_as_its_parsed_moment(
+    moment: datetime, separator: str, timespec: str, suffix: str
+) -> None:
+    stored = moment.isoformat(separator, timespec).replace("+00:00", suffix)
+    assert _stamp_text(stored) == _format_stamp(parse_timestamp(stored))
+
+
+@pytest.mark.parametrize(
+    "stored", ["2026-11-02T09:08:00+01:00", "2026-11-02T23:30:00-05:00", "2026-11-02T09:08:00", "20261102T090800Z"]
+)
+def test_other_stamps_are_shown_in_utc(stored: str) -> None:
+    assert _stamp_text(stored) == _format_stamp(parse_timestamp(stored))
+
+
+def test_an_unreadable_stamp_is_left_out() -> None:
+    assert _stamp_text("2026-13-45T99:99:00+00:00") == ""
