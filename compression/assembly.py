@@ -48,7 +48,8 @@ def notes_of(message: Message) -> str | None:
 def find_notes(messages: Sequence[Message]) -> tuple[int, str] | None:
     """(index, notes) of the latest notes message in ``messages``."""
     for index in range(len(messages) - 1, -1, -1):
-        notes = notes_of(messages[index])
+        message = messages[index]
+        notes = notes_of(message) if NOTES_KEY in message else None  # most messages: no call
         if notes is not None:
             return index, notes
     return None

@@ -40,7 +40,7 @@ from compression.aging import (
     age_tool_results,
     aging_event,
 )
-from compression.assembly import find_notes, insert_notes, notes_of, notes_role, repair_tool_sequence
+from compression.assembly import NOTES_KEY, find_notes, insert_notes, notes_of, notes_role, repair_tool_sequence
 from compression.boundaries import group_start, head_end, must_keep_start, tail_start
 from compression.dates import parse_timestamp
 from compression.decisions import DecisionLedger, ReconcileContext
@@ -361,7 +361,7 @@ class ContextCompressor(ContextEngine):
 
         ``compression.transcript`` calls it too, to summarize a stretch of transcript outside a compaction."""
         head = compacted_range[0]
-        turns = [message for message in middle if notes_of(message) is None]
+        turns = [message for message in middle if NOTES_KEY not in message or notes_of(message) is None]
         pruned, pruned_indexes = prune_tool_outputs(turns, range(len(turns)))
         previous_notes = previous[1] if previous is not None else None
         pins = PinnedIdentifiers(self.extractor, self.pinned_budget_tokens)

@@ -143,5 +143,4 @@ def _as_found(value: Any) -> Found | None:
         "".join(value)  # the cheapest check that every item is a string: join refuses anything else
     except TypeError:
         return None
-    parts = iter(value)
-    return tuple(zip(parts, parts, strict=True))
+    return tuple(zip(value[::2], value[1::2], strict=True))

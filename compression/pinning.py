@@ -69,12 +69,14 @@ def _sources(turns: Sequence[Message]) -> dict[PinRank, list[str]]:
     by_rank: dict[PinRank, list[str]] = {rank: [] for rank in PinRank}
     conversation = by_rank[PinRank.CONVERSATION]
     for message in reversed(turns):
-        text = content_text(message.get("content"))
+        content = message.get("content")
+        text = content if isinstance(content, str) else content_text(content)
         if message.get("role") == "tool":
             by_rank[_rank_of_tool_output(text)].append(text)
             continue
         conversation.append(text)
-        conversation += [call.arguments for call in function_calls(message)]
+        if message.get("tool_calls"):
+            conversation += [call.arguments for call in function_calls(message)]
     return by_rank
 
 
@@ -112,13 +114,14 @@ class PinnedIdentifiers:
 
     def _extract_next(self, selection: PinSelection) -> list[PinCandidate]:
         """Candidates from the next source text; an empty list once the sources are exhausted."""
+        extract, seen = self.extractor.extract, selection.seen  # read once: this loop visits most of the turns
         for rank, text in selection.pending:
             added = []
-            for kind, value in self.extractor.extract(text):
+            for kind, value in extract(text):
                 key = normalize_identifier(value)
-                if key in selection.seen or (rank == PinRank.NOISE and kind == "date"):
+                if key in seen or (rank == PinRank.NOISE and kind == "date"):
                     continue  # timestamps of log lines and table rows are noise, not facts
-                selection.seen.add(key)
+                seen.add(key)
                 added.append(PinCandidate(value, rank))
                 selection.candidate_tokens += estimate_text_tokens(value) + 1
             if added:

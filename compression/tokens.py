@@ -51,8 +51,8 @@ def char_class_counts(text: str) -> tuple[int, int, int]:
 
 def count_text_tokens(text: str) -> int:
     """Estimated tokens for one string, not cached: for text built once (a rendered turn, a request)."""
-    if not text:
-        return 0
+    if text.isascii():
+        return -(-len(text) // ASCII_CHARS_PER_TOKEN)
     ascii_chars, cjk_chars, other_chars = char_class_counts(text)
     return -(-ascii_chars // ASCII_CHARS_PER_TOKEN) + cjk_chars + -(-other_chars // OTHER_CHARS_PER_TOKEN)
 
@@ -77,9 +77,12 @@ def estimate_text_tokens(text: str) -> int:
 
 def estimate_message_tokens(message: Message) -> int:
     """Estimated tokens of one chat message, tool calls included."""
-    tokens = MESSAGE_OVERHEAD_TOKENS + estimate_text_tokens(content_text(message.get("content")))
+    content = message.get("content")
+    # Plain text is the common case: read it without a call (every trigger check estimates a whole context).
+    text = content if isinstance(content, str) else content_text(content)
+    tokens = MESSAGE_OVERHEAD_TOKENS + estimate_text_tokens(text)
     tool_calls = message.get("tool_calls")
-    if isinstance(tool_calls, list):
+    if tool_calls and isinstance(tool_calls, list):
         tokens += TOOL_CALL_OVERHEAD_TOKENS * len(tool_calls)
         for call in function_calls(message):
             tokens += estimate_text_tokens(call.name) + estimate_text_tokens(call.arguments)
