@@ -122,10 +122,24 @@ def _prime_one(message: Message, content: str, index: dict[str, Any], extractor:
 
 
 def _prime_calls(message: Message, calls: list[Any], extractor: FactExtractor) -> None:
-    for call, stored in zip(function_calls(message), calls, strict=False):
-        found = _as_found(stored[1]) if isinstance(stored, list) and len(stored) == 2 else None
-        if found is not None and stored[0] == _checksum(call.arguments):
-            extractor.remember(call.arguments, found)
+    # The calls are read as ``function_calls`` reads them (one stored entry per call with a function part), but
+    # without building a FunctionCall each: a long history has a call in every other turn. Arguments that are not
+    # text are left to be extracted again.
+    raw_calls = message.get("tool_calls")
+    if not isinstance(raw_calls, list):
+        return
+    stored_calls = iter(calls)
+    for call in raw_calls:
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict):
+            continue
+        stored = next(stored_calls, None)
+        arguments = function.get("arguments")
+        if not (isinstance(stored, list) and len(stored) == 2 and isinstance(arguments, str)):
+            continue
+        found = _as_found(stored[1])
+        if found is not None and stored[0] == _checksum(arguments):
+            extractor.remember(arguments, found)
 
 
 def _as_lists(found: Found) -> list[str]:

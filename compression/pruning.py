@@ -246,7 +246,7 @@ def prune_tool_outputs(
         message = messages[index]
         role = message.get("role")
         if role == "assistant":
-            pruned_calls = _prune_tool_calls(message)
+            pruned_calls = _prune_tool_calls(message) if message.get("tool_calls") else None
             if pruned_calls is not None:
                 result[index] = pruned_calls
                 affected.append(index)
