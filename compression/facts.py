@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)[a-z]*\.?"
 
@@ -215,10 +216,27 @@ def _extract(scanner: _Scanner, text: str) -> tuple[tuple[str, str], ...]:
     return tuple(found)
 
 
+Found = tuple[tuple[str, str], ...]
+
 # Identifiers a host stored with its messages (``compression.message_index``), by scanner and text: read before the
-# scan, so a new process does not scan again what an earlier one already did. Bounded like the scan cache; the
-# oldest entries go first.
-_remembered: dict[tuple[_Scanner, str], tuple[tuple[str, str], ...]] = {}
+# scan, so a new process does not scan again what an earlier one already did. An entry is kept as stored (a flat
+# list) until the text is first extracted: loading a long history then costs one entry per message, and the texts a
+# compaction never reads are never parsed. Bounded like the scan cache; the oldest entries go first.
+_remembered: dict[tuple[_Scanner, str], Found | list[Any]] = {}
+
+
+def found_from_flat(value: Any) -> Found | None:
+    """(kind, value) pairs stored flat, kind and value after each other, or None when ``value`` is not a list of
+    strings of even length."""
+    if not isinstance(value, list) or len(value) % 2:
+        return None
+    if not value:
+        return ()
+    try:
+        "".join(value)  # the cheapest check that every item is a string: join refuses anything else
+    except TypeError:
+        return None
+    return tuple(zip(value[::2], value[1::2], strict=True))
 
 
 def clear_extraction_cache() -> None:
@@ -245,14 +263,22 @@ class FactExtractor:
         """(kind, value) pairs in order of appearance."""
         if not text:
             return ()
-        remembered = _remembered.get((self._scanner, text))
-        if remembered is not None:
+        key = (self._scanner, text)
+        remembered = _remembered.get(key)
+        if remembered is None:
+            return _extract(self._scanner, text)
+        if isinstance(remembered, tuple):
             return remembered
-        return _extract(self._scanner, text)
+        found = found_from_flat(remembered)
+        if found is None:  # stored in another shape: not believed
+            _remembered.pop(key, None)
+            return _extract(self._scanner, text)
+        _remembered[key] = found
+        return found
 
-    def remember(self, text: str, found: tuple[tuple[str, str], ...]) -> None:
+    def remember(self, text: str, found: Found | list[Any]) -> None:
         """Take ``found`` as what ``extract(text)`` returns: it was extracted before, by a scanner with this
-        ``fingerprint``, and stored with the text."""
+        ``fingerprint``, and stored with the text (as pairs, or flat as ``found_from_flat`` reads them)."""
         if len(_remembered) >= _EXTRACT_CACHE_SIZE:
             del _remembered[next(iter(_remembered))]
         _remembered[(self._scanner, text)] = found

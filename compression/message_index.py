@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
-from compression.facts import FactExtractor
+from compression.facts import FactExtractor, Found
 from compression.messages import function_calls
 from compression.pruning import PRUNE_MIN_CHARS, is_pruned, remember_shrunk, shrink_tool_output
 from compression.types import Message
@@ -28,8 +28,6 @@ INDEX_KEY = "memdesk_index"
 # Changes whenever pruning or extraction would produce something else for the same text, so older indexes are
 # recomputed instead of believed.
 INDEX_VERSION = 2
-
-Found = tuple[tuple[str, str], ...]
 
 
 @lru_cache(maxsize=1)
@@ -105,16 +103,15 @@ def prime_caches(messages: Iterable[Any], extractor: FactExtractor) -> int:
 
 def _prime_one(message: Message, content: str, index: dict[str, Any], extractor: FactExtractor) -> bool:
     facts, shrunk = index.get("facts"), index.get("shrunk")
-    found = () if facts == [] else _as_found(facts)
-    if found is None:
+    if not isinstance(facts, list):
         return False
     if shrunk is not None:
         if not (isinstance(shrunk, str) and _reduces(message, content)):
             return False
         remember_shrunk(content, shrunk)
-        extractor.remember(shrunk, found)
+        extractor.remember(shrunk, facts)
     elif content:
-        extractor.remember(content, found)
+        extractor.remember(content, facts)
     calls = index.get("calls")
     if calls and isinstance(calls, list):
         _prime_calls(message, calls, extractor)
@@ -137,24 +134,11 @@ def _prime_calls(message: Message, calls: list[Any], extractor: FactExtractor) -
         arguments = function.get("arguments")
         if not (isinstance(stored, list) and len(stored) == 2 and isinstance(arguments, str)):
             continue
-        found = _as_found(stored[1])
-        if found is not None and stored[0] == _checksum(arguments):
-            extractor.remember(arguments, found)
+        if isinstance(stored[1], list) and stored[0] == _checksum(arguments):
+            extractor.remember(arguments, stored[1])
 
 
 def _as_lists(found: Found) -> list[str]:
-    """Stored flat, kind and value after each other: the cheapest shape to check and read back."""
+    """Stored flat, kind and value after each other: the cheapest shape to check and read back
+    (``compression.facts.found_from_flat``)."""
     return [part for pair in found for part in pair]
-
-
-def _as_found(value: Any) -> Found | None:
-    """Stored (kind, value) pairs read back, or None when they are not a flat list of strings of even length."""
-    if not isinstance(value, list) or len(value) % 2:
-        return None
-    if not value:
-        return ()
-    try:
-        "".join(value)  # the cheapest check that every item is a string: join refuses anything else
-    except TypeError:
-        return None
-    return tuple(zip(value[::2], value[1::2], strict=True))
