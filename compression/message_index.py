@@ -109,9 +109,9 @@ def _prime_one(message: Message, content: str, index: dict[str, Any], extractor:
         if not (isinstance(shrunk, str) and _reduces(message, content)):
             return False
         remember_shrunk(content, shrunk)
-        extractor.remember(shrunk, facts)
+        extractor.remember(shrunk, facts or ())
     elif content:
-        extractor.remember(content, facts)
+        extractor.remember(content, facts or ())
     calls = index.get("calls")
     if calls and isinstance(calls, list):
         _prime_calls(message, calls, extractor)
@@ -135,7 +135,7 @@ def _prime_calls(message: Message, calls: list[Any], extractor: FactExtractor) -
         if not (isinstance(stored, list) and len(stored) == 2 and isinstance(arguments, str)):
             continue
         if isinstance(stored[1], list) and stored[0] == _checksum(arguments):
-            extractor.remember(arguments, stored[1])
+            extractor.remember(arguments, stored[1] or ())
 
 
 def _as_lists(found: Found) -> list[str]:

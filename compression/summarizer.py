@@ -81,6 +81,12 @@ def prompt_environment(directory: Path = PROMPTS_DIR) -> Environment:
     )
 
 
+@lru_cache(maxsize=4)
+def _system_prompt(directory: Path) -> str:
+    """The summary model's instructions: the same for every request, so rendered once per process."""
+    return prompt_environment(directory).get_template(SYSTEM_TEMPLATE).render()
+
+
 def load_prompt_templates(directory: Path = PROMPTS_DIR) -> None:
     """Compile the summary templates now, so a missing or broken template fails at startup, not mid-conversation."""
     environment = prompt_environment(directory)
@@ -99,18 +105,17 @@ def _stamp(message: Message) -> str:
     return _stamp_text(value) if isinstance(value, str) else _format_stamp(parse_timestamp(value))
 
 
+_UTC_SUFFIXES = ("+00:00", "Z")
+
+
 @lru_cache(maxsize=8_192)
 def _stamp_text(value: str) -> str:
     moment = parse_timestamp(value)
-    if moment is not None and _is_extended_utc(value):
-        # Already in the shown form: slicing is several times faster than formatting the parsed moment.
+    # An ISO 8601 stamp in UTC with dashes, colons and minutes (as hosts store them) is already in the shown form:
+    # slicing it is several times faster than formatting the parsed moment.
+    if moment is not None and value[4:5] == value[7:8] == "-" and value[13:14] == ":" and value.endswith(_UTC_SUFFIXES):
         return f" at {value[:10]} {value[11:16]} UTC"
     return _format_stamp(moment)
-
-
-def _is_extended_utc(value: str) -> bool:
-    """An ISO 8601 stamp in UTC with dashes and colons and at least minutes, like the ones hosts store."""
-    return value[4:5] == value[7:8] == "-" and value[13:14] == ":" and value.endswith(("+00:00", "Z"))
 
 
 def _format_stamp(moment: datetime | None) -> str:
@@ -121,8 +126,9 @@ def _format_stamp(moment: datetime | None) -> str:
 def tool_names_by_call_id(messages: Sequence[Message]) -> dict[str, str]:
     names: dict[str, str] = {}
     for message in messages:
-        for call in function_calls(message):
-            names[call.id] = call.name or "tool"
+        if message.get("tool_calls"):  # most turns call nothing: skip them without a call
+            for call in function_calls(message):
+                names[call.id] = call.name or "tool"
     return names
 
 
@@ -207,8 +213,7 @@ class SummaryRequest:
             sections=SUMMARY_SECTIONS,
             max_words=max(50, int(self.max_tokens * WORDS_PER_TOKEN)),
         )
-        system = environment.get_template(SYSTEM_TEMPLATE).render()
-        return [{"role": "system", "content": system}, {"role": "user", "content": request}]
+        return [{"role": "system", "content": _system_prompt(self.prompts_dir)}, {"role": "user", "content": request}]
 
     def overhead_tokens(self) -> int:
         """Tokens of a request without turns, with room for notes as large as an answer may grow."""
