@@ -75,7 +75,7 @@ SCRIPTED_SUMMARY = """## Customer Goal
 - None
 """
 RUNS_500 = 30
-COLD_RUNS_500 = 20
+COLD_RUNS_500 = 40
 
 
 class ScriptedSummarizer:

@@ -100,13 +100,10 @@ class PinnedIdentifiers:
         """The best-ranked candidates, enough to fill the budget once (more are extracted when needed)."""
         carried_conversation, carried_tools = _carried(previous_notes)
         texts = _sources(turns)
-        ordered = itertools.chain(
-            ((PinRank.CONVERSATION, text) for text in texts[PinRank.CONVERSATION]),
-            [(PinRank.CONVERSATION, carried_conversation)],
-            ((PinRank.TOOL_RESULT, text) for text in texts[PinRank.TOOL_RESULT]),
-            [(PinRank.TOOL_RESULT, carried_tools)],
-            ((PinRank.NOISE, text) for text in texts[PinRank.NOISE]),
-        )
+        texts[PinRank.CONVERSATION].append(carried_conversation)
+        texts[PinRank.TOOL_RESULT].append(carried_tools)
+        # (rank, text) pairs paired by C iterators, not generator expressions: this runs over most of the turns.
+        ordered = itertools.chain.from_iterable(zip(itertools.repeat(rank), texts[rank]) for rank in PinRank)
         selection = PinSelection(pending=ordered)
         while selection.candidate_tokens < self.budget_tokens and self._extract_next(selection):
             pass

@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from importlib.resources import files
 from pathlib import Path
+from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
@@ -100,8 +101,7 @@ def _clip(text: str, head: int, tail: int) -> str:
     return f"{text[:head]}\n[... {len(text) - head - tail:,} chars omitted ...]\n{text[-tail:]}"
 
 
-def _stamp(message: Message) -> str:
-    value = message.get("created_at")
+def _stamp(value: Any) -> str:
     return _stamp_text(value) if isinstance(value, str) else _format_stamp(parse_timestamp(value))
 
 
@@ -110,12 +110,15 @@ _UTC_SUFFIXES = ("+00:00", "Z")
 
 @lru_cache(maxsize=8_192)
 def _stamp_text(value: str) -> str:
-    moment = parse_timestamp(value)
     # An ISO 8601 stamp in UTC with dashes, colons and minutes (as hosts store them) is already in the shown form:
-    # slicing it is several times faster than formatting the parsed moment.
-    if moment is not None and value[4:5] == value[7:8] == "-" and value[13:14] == ":" and value.endswith(_UTC_SUFFIXES):
+    # checking that it parses and slicing it is several times faster than formatting the parsed moment.
+    if value[4:5] == value[7:8] == "-" and value[13:14] == ":" and value.endswith(_UTC_SUFFIXES):
+        try:
+            datetime.fromisoformat(value)
+        except ValueError:
+            return ""
         return f" at {value[:10]} {value[11:16]} UTC"
-    return _format_stamp(moment)
+    return _format_stamp(parse_timestamp(value))
 
 
 def _format_stamp(moment: datetime | None) -> str:
@@ -142,7 +145,7 @@ def describe_turn(message: Message, index: int, tool_names: dict[str, str], head
         speaker = f"result of {tool_names.get(str(message.get('tool_call_id')), 'a tool')}"
     else:
         speaker = SPEAKERS.get(role, role)
-    described = f"[#{index} {speaker}{_stamp(message)}]"
+    described = f"[#{index} {speaker}{_stamp(message.get('created_at'))}]"
     content = message.get("content")
     text = (content if isinstance(content, str) else content_text(content)).strip()
     if text:
