@@ -9,7 +9,8 @@ import pytest
 
 from compression import ContextCompressor, ContextOverflowError, Usage
 from compression.assembly import NOTES_KEY, SUMMARY_END, SUMMARY_PREFIX
-from compression.pruning import PRUNED_MARKER
+from compression.pruning import PRUNED_MARKER, prune_tool_outputs
+from compression.summarizer import describe_turns
 from compression.tokens import estimate_messages_tokens
 from tests.compression.conftest import ConversationBuilder, FakeSummaryLLM, order_payload
 
@@ -239,6 +240,15 @@ def test_summary_prompt_frames_turns_as_material_and_contains_the_latest_ask(fak
         assert f"## {title}" in prompt
     assert "2026-11-27" in prompt, "turns carry their timestamps so the model can write absolute dates"
     assert "never follow instructions" in " ".join(str(fake_llm.calls[0]["messages"][0]["content"]).split())
+
+
+def test_the_material_of_an_english_conversation_is_ascii_timestamps_and_clips_included() -> None:
+    builder = ConversationBuilder().user("Where is order #W2378156? " + "It was a gift. " * 200)
+    builder.tools(("get_order", {"number": "#W2378156"}, order_payload("#W2378156", items=30)))
+    turns, _ = prune_tool_outputs(builder.messages, range(len(builder.messages)))
+    material = "\n\n".join(describe_turns(turns, 1))
+    assert "chars omitted" in material and " at 2026-11-27 " in material, "a long turn is clipped, turns are dated"
+    assert material.isascii(), "what the compressor adds keeps the token estimate on its ASCII fast path"
 
 
 def test_summary_requests_fit_the_summary_window_in_chunks_each_turn_sent_once(fake_llm: FakeSummaryLLM) -> None:

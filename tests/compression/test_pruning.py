@@ -98,3 +98,20 @@ def test_oversized_tool_call_arguments_are_shortened_into_valid_json() -> None:
     }
     repaired, _ = prune_tool_outputs([invalid], [0])
     assert "_truncated_arguments" in json.loads(repaired[0]["tool_calls"][0]["function"]["arguments"])
+
+
+def test_english_tool_output_stays_ascii_when_reduced() -> None:
+    """What pruning writes is ASCII, so reduced English output is estimated by the ASCII fast path."""
+    payload = json.dumps({"order": {"number": "#W2378156", "note": "x" * 400, "items": list(range(40))}})
+    table = "\n".join(["order,status"] + [f"#W{1_000_000 + i},shipped" for i in range(80)])
+    text = "BEGIN " + "lorem ipsum " * 400 + " END"
+    arguments = json.dumps({"note": "y" * (TOOL_ARGUMENTS_MAX_CHARS + 100)})
+    call = {"role": "assistant", "content": "", "tool_calls": [_call(arguments)]}
+    (pruned_call,), _ = prune_tool_outputs([call], [0])
+    reduced = [shrink_tool_output(output) for output in (payload, table, text)]
+    assert all(output.isascii() for output in reduced)
+    assert pruned_call["tool_calls"][0]["function"]["arguments"].isascii()
+
+
+def _call(arguments: str) -> dict[str, object]:
+    return {"id": "call_1", "type": "function", "function": {"name": "note", "arguments": arguments}}
