@@ -30,7 +30,12 @@ from benchmarks.support_sessions import Session, generate_session, turn_messages
 from compression import ContextCompressor, create_engine, registered_engines
 from compression.message_index import INDEX_KEY, default_extractor, index_message
 from compression.pruning import clear_shrink_cache
-from compression.tokens import estimate_message_tokens, estimate_messages_tokens, estimate_text_tokens
+from compression.tokens import (
+    clear_estimate_cache,
+    estimate_message_tokens,
+    estimate_messages_tokens,
+    estimate_text_tokens,
+)
 from compression.types import Completion, Message, Usage
 
 CONTEXT_LENGTH = 32_000
@@ -312,7 +317,7 @@ def time_cold_processes(stored: str, runs: int = COLD_RUNS_500) -> ColdRuns:
 
 
 def _clear_caches() -> None:
-    estimate_text_tokens.cache_clear()
+    clear_estimate_cache()
     clear_shrink_cache()
 
 

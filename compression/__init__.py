@@ -30,7 +30,7 @@ def clear_caches() -> None:
 
     facts.clear_extraction_cache()
     pruning.clear_shrink_cache()
-    tokens.estimate_text_tokens.cache_clear()
+    tokens.clear_estimate_cache()
     dates._parse_iso.cache_clear()
     summarizer._stamp_text.cache_clear()
 

@@ -69,10 +69,21 @@ def texts_fit(texts: Sequence[str], budget_tokens: int, *, per_text_tokens: int 
     return quarter_tokens <= 4 * budget_tokens
 
 
-@lru_cache(maxsize=_TEXT_CACHE_SIZE)
 def estimate_text_tokens(text: str) -> int:
-    """Estimated tokens for one string (cached: message texts are estimated again at every turn)."""
+    """Estimated tokens for one string. ASCII text is counted at once (``str.isascii`` and ``len`` cost less than a
+    cache lookup); other text is cached, since message texts are estimated again at every turn."""
+    if text.isascii():
+        return -(-len(text) // ASCII_CHARS_PER_TOKEN)
+    return _estimate_other_text_tokens(text)
+
+
+@lru_cache(maxsize=_TEXT_CACHE_SIZE)
+def _estimate_other_text_tokens(text: str) -> int:
     return count_text_tokens(text)
+
+
+def clear_estimate_cache() -> None:
+    _estimate_other_text_tokens.cache_clear()
 
 
 def estimate_message_tokens(message: Message) -> int:
@@ -91,4 +102,13 @@ def estimate_message_tokens(message: Message) -> int:
 
 def estimate_messages_tokens(messages: list[Message]) -> int:
     """Estimated tokens of a whole chat sequence (items that are not messages count nothing)."""
-    return sum(estimate_message_tokens(message) for message in messages if isinstance(message, dict))
+    total = 0
+    for message in messages:  # every trigger check runs this over the whole context: text turns are read inline
+        if not isinstance(message, dict):
+            continue
+        content = message.get("content")
+        if isinstance(content, str) and not message.get("tool_calls"):
+            total += MESSAGE_OVERHEAD_TOKENS + estimate_text_tokens(content)
+        else:
+            total += estimate_message_tokens(message)
+    return total

@@ -12,7 +12,7 @@ from compression.dates import absolutize_dates, find_date, parse_timestamp
 from compression.facts import FactExtractor, FactPattern
 from compression.sections import parse_sections
 from compression.summarizer import _format_stamp, _stamp_text
-from compression.tokens import estimate_message_tokens, estimate_text_tokens
+from compression.tokens import count_text_tokens, estimate_message_tokens, estimate_text_tokens
 
 TEXT = (
     "Order #W2378156 (also W1234567) ships with 1Z999AA10123456784 or LX123456789DE. Refund $42.10, "
@@ -111,14 +111,17 @@ def test_clear_caches_forgets_customer_text_held_process_wide() -> None:
     from compression import clear_caches
     from compression.facts import _extract
     from compression.pruning import _keeps_key, _shrink, shrink_tool_output
+    from compression.tokens import _estimate_other_text_tokens
 
     FactExtractor().extract("Call jane.doe@example.com about #W2378156")
+    estimate_text_tokens("Zoë Müller, 顧客 #W2378156")
     shrink_tool_output("jane.doe@example.com " * 100)
     shrink_tool_output('{"jane.doe@example.com": {"order_id": "#W2378156"}, "pad": "' + "x" * 1_300 + '"}')
     assert _keeps_key.cache_info().currsize > 0
     clear_caches()
     assert _extract.cache_info().currsize == 0 and _shrink.cache_info().currsize == 0
     assert _keeps_key.cache_info().currsize == 0, "JSON keys can be customer data too"
+    assert _estimate_other_text_tokens.cache_info().currsize == 0
 
 
 @settings(max_examples=300, deadline=None)
@@ -144,3 +147,9 @@ def test_other_stamps_are_shown_in_utc(stored: str) -> None:
 
 def test_an_unreadable_stamp_is_left_out() -> None:
     assert _stamp_text("2026-13-45T99:99:00+00:00") == ""
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=200))
+def test_the_estimate_of_a_text_is_its_count_whether_ascii_or_not(text: str) -> None:
+    assert estimate_text_tokens(text) == count_text_tokens(text)
