@@ -105,14 +105,16 @@ def _stamp(value: Any) -> str:
     return _stamp_text(value) if isinstance(value, str) else _format_stamp(parse_timestamp(value))
 
 
-_UTC_SUFFIXES = ("+00:00", "Z")
+# What may follow the seconds (and their fraction) of a stamp that is in UTC: nothing (read as UTC), or UTC's offset.
+_UTC_ZONES = frozenset({"", "Z", "+00:00"})
 
 
 @lru_cache(maxsize=8_192)
 def _stamp_text(value: str) -> str:
     # An ISO 8601 stamp in UTC with dashes, colons and minutes (as hosts store them) is already in the shown form:
     # checking that it parses and slicing it is several times faster than formatting the parsed moment.
-    if value[4:5] == value[7:8] == "-" and value[13:14] == ":" and value.endswith(_UTC_SUFFIXES):
+    zone = value[19:].lstrip(".0123456789")
+    if value[4:5] == value[7:8] == "-" and value[13:14] == ":" and zone in _UTC_ZONES:
         try:
             datetime.fromisoformat(value)
         except ValueError:
