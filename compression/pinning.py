@@ -74,7 +74,8 @@ def _sources(turns: Sequence[Message]) -> dict[PinRank, list[str]]:
         if message.get("role") == "tool":
             by_rank[_rank_of_tool_output(text)].append(text)
             continue
-        conversation.append(text)
+        if text:  # a call-only turn has no text of its own
+            conversation.append(text)
         if message.get("tool_calls"):
             conversation += [call.arguments for call in function_calls(message)]
     return by_rank
@@ -115,10 +116,13 @@ class PinnedIdentifiers:
         for rank, text in selection.pending:
             added = []
             for kind, value in extract(text):
+                if value in seen:  # said before in the same form: no need to normalize it again
+                    continue
                 key = normalize_identifier(value)
                 if key in seen or (rank == PinRank.NOISE and kind == "date"):
                     continue  # timestamps of log lines and table rows are noise, not facts
                 seen.add(key)
+                seen.add(value)  # a normalized key is its own normal form, so both can share the set
                 added.append(PinCandidate(value, rank))
                 selection.candidate_tokens += estimate_text_tokens(value) + 1
             if added:
