@@ -105,16 +105,21 @@ def _stamp(value: Any) -> str:
     return _stamp_text(value) if isinstance(value, str) else _format_stamp(parse_timestamp(value))
 
 
-# What may follow the seconds (and their fraction) of a stamp that is in UTC: nothing (read as UTC), or UTC's offset.
+# What may follow the time of a stamp that is in UTC: nothing (read as UTC), or UTC's own offset.
 _UTC_ZONES = frozenset({"", "Z", "+00:00"})
+
+
+def _zone(value: str) -> str:
+    """What follows ``HH:MM``, its seconds and their fraction in an extended ISO 8601 stamp."""
+    rest = value[16:]
+    return (rest[3:] if rest[:1] == ":" else rest).lstrip(".0123456789")
 
 
 @lru_cache(maxsize=8_192)
 def _stamp_text(value: str) -> str:
     # An ISO 8601 stamp in UTC with dashes, colons and minutes (as hosts store them) is already in the shown form:
     # checking that it parses and slicing it is several times faster than formatting the parsed moment.
-    zone = value[19:].lstrip(".0123456789")
-    if value[4:5] == value[7:8] == "-" and value[13:14] == ":" and zone in _UTC_ZONES:
+    if value[4:5] == value[7:8] == "-" and value[13:14] == ":" and _zone(value) in _UTC_ZONES:
         try:
             datetime.fromisoformat(value)
         except ValueError:

@@ -144,7 +144,16 @@ def test_a_stored_stamp_is_shown_as_its_moment_in_utc(
 
 @pytest.mark.parametrize(
     "stored",
-    ["2026-11-02T09:08:00+01:00", "2026-11-02T23:30:00-05:00", "2026-11-02T09:08+00:00", "20261102T090800Z"],
+    [
+        "2026-11-02T09:08:00+01:00",
+        "2026-11-02T23:30:00-05:00",
+        "2026-11-02T09:08+00:00",
+        "20261102T090800Z",
+        "2026-11-02T09:08-0530",
+        "2026-11-02T09:08+05",
+        "2026-11-02T09:08:00.5+0530",
+        "2026-11-02T09:08:00,5Z",
+    ],
 )
 def test_other_stamps_are_shown_in_utc(stored: str) -> None:
     assert _stamp_text(stored) == _format_stamp(parse_timestamp(stored))
@@ -158,3 +167,14 @@ def test_an_unreadable_stamp_is_left_out() -> None:
 @given(st.text(max_size=200))
 def test_the_estimate_of_a_text_is_its_count_whether_ascii_or_not(text: str) -> None:
     assert estimate_text_tokens(text) == count_text_tokens(text)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30)),
+    st.sampled_from(["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S,%f"]),
+    st.sampled_from(["", "Z", "+00:00", "+0000", "+00", "-05:30", "-0530", "+05", "+01:00", "+0100"]),
+)
+def test_a_stamp_in_any_iso_layout_is_shown_as_its_moment_in_utc(moment: datetime, layout: str, zone: str) -> None:
+    stored = moment.strftime(layout) + zone
+    assert _stamp_text(stored) == _format_stamp(parse_timestamp(stored))
