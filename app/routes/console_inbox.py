@@ -1,7 +1,8 @@
 """The inbox (``/console``): the conversation list with its filters, and its live updates.
 
 The page holds the list as a fragment (``/console/inbox``) that reloads whenever the console event channel
-(``/console/events``) says a conversation appeared or changed, at most once per 300 ms.
+(``/console/events``) says a conversation appeared or changed, at most once per 300 ms, and once more when a burst
+of changes is over (``app/static/console.js``), so the last change of a burst is never missed.
 """
 
 from __future__ import annotations

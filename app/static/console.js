@@ -4,6 +4,9 @@
  * - A message can reach a conversation page twice (it was stored while the page loaded, and the live stream
  *   replays from the page's position): a streamed entry whose id is already on the page is dropped.
  * - The transcript follows new messages when the reader is at its bottom.
+ * - The inbox list reloads on an inbox event at most once per 300 ms, and htmx drops the events in between: a
+ *   change that lands in that window (a new conversation handed off at once) would stay unseen until the next one.
+ *   Once the events have been quiet for a moment, the list reloads once more ("inbox:settle").
  */
 (function () {
   "use strict";
@@ -28,6 +31,19 @@
     if (document.body.dataset.follow === "1") {
       window.scrollTo(0, document.body.scrollHeight);
     }
+  });
+
+  var INBOX_SETTLE_MS = 400; // longer than the list's throttle, so the reload is never dropped by it
+  var inboxSettle = null;
+
+  document.addEventListener("sse:inbox", function () {
+    window.clearTimeout(inboxSettle);
+    inboxSettle = window.setTimeout(function () {
+      var list = document.getElementById("inbox-list");
+      if (list) {
+        htmx.trigger(list, "inbox:settle");
+      }
+    }, INBOX_SETTLE_MS);
   });
 
   document.addEventListener("htmx:beforeRequest", function () {

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -18,10 +19,10 @@ from sqlalchemy import update
 from sqlmodel import Session, col, select
 
 from app.console.staff import add_staff
-from app.models import AgentRole, Conversation, Message, StaffSession, utc_now
+from app.models import AgentRole, Conversation, ConversationStatus, Message, StaffSession, utc_now
 from tests.app.console_support import STAFF_PASSWORD
 from tests.app.live_app import LiveApp
-from tests.e2e.conftest import CHROMIUM_PATH, DESKTOP, PHONE, UI_TIMEOUT_MS, Replies, Visitor
+from tests.e2e.conftest import CHROMIUM_PATH, DESKTOP, PHONE, UI_TIMEOUT_MS, Replies, Visitor, publish_event
 from tests.support.console_data import seed_conversation
 from tests.support.scripted_llm import ScriptedReply, ScriptedToolCall
 
@@ -171,6 +172,47 @@ def test_an_agent_sees_a_new_conversation_live_takes_over_and_replies_and_the_cu
     sam.page.locator("#transcript .msg--bot", has_text="refund arrives within 3 days").wait_for()
     assert NOTE not in customer.widget(".panel").inner_text()
     assert not sam.errors and not customer.errors
+
+
+def test_a_change_right_after_another_still_reaches_the_inbox(
+    console: Callable[..., StaffBrowser], staff: dict[str, str], live: LiveApp
+) -> None:
+    """A change announced while the list is reloading for the previous one (htmx drops that event) still shows."""
+    sam = console()
+    sam.sign_in(staff["agent"])
+    sam.page.wait_for_url("**/console")
+    with live.db() as session:
+        seeded = seed_conversation(session, messages=4, compactions=0, status=ConversationStatus.BOT)
+    row = _row(sam, seeded.public_id)
+    for _ in range(50):  # until the page's event stream is open and the list has reloaded with the row
+        publish_event(live, seeded.conversation_id, "message.created", {})
+        sam.page.wait_for_timeout(100)
+        if row.locator(".status--bot").is_visible():
+            break
+    assert row.locator(".status--bot").is_visible()
+
+    held: list[str] = []
+
+    def hand_off_during_the_reload(route: Any) -> None:
+        response = route.fetch()  # the list as it was: the conversation with the bot
+        if not held:
+            held.append(route.request.url)
+            with live.db() as session:
+                session.execute(
+                    update(Conversation)
+                    .where(col(Conversation.id) == seeded.conversation_id)
+                    .values(status=ConversationStatus.NEEDS_HUMAN, updated_at=utc_now())
+                )
+                session.commit()
+            publish_event(live, seeded.conversation_id, "conversation.status", {})
+            time.sleep(0.2)  # the event reaches the page while this reload is still pending
+        route.fulfill(response=response)
+
+    sam.page.route("**/console/inbox?*", hand_off_during_the_reload)
+    publish_event(live, seeded.conversation_id, "message.created", {})
+    row.locator(".status--needs_human").wait_for(state="visible", timeout=3_000)
+    assert held, "the change was announced while a reload was pending"
+    assert not sam.errors
 
 
 def test_two_agents_see_each_others_actions_and_cannot_both_take_over(
