@@ -72,9 +72,7 @@ def texts_fit(texts: Sequence[str], budget_tokens: int, *, per_text_tokens: int 
 def estimate_text_tokens(text: str) -> int:
     """Estimated tokens for one string. ASCII text is counted at once (``str.isascii`` and ``len`` cost less than a
     cache lookup); other text is cached, since message texts are estimated again at every turn."""
-    if text.isascii():
-        return -(-len(text) // ASCII_CHARS_PER_TOKEN)
-    return _estimate_other_text_tokens(text)
+    return count_text_tokens(text) if text.isascii() else _estimate_other_text_tokens(text)
 
 
 @lru_cache(maxsize=_TEXT_CACHE_SIZE)
