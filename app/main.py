@@ -19,28 +19,23 @@ from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 
-from app.http_input import validation_error_response
-from app.http_limits import RequestLimits
+from app.infra.logs import RequestIds, configure_logging
+from app.infra.pid_files import end_with_parent
 from app.llm import LLMGateway
-from app.logs import RequestIds, configure_logging
-from app.pid_files import end_with_parent
-from app.routes import (
-    admin_api,
-    console_admin,
-    console_auth,
-    console_common,
-    console_conversation,
-    console_customer,
-    console_inbox,
-    console_overview,
-    ops,
-    widget_api,
-    widget_pages,
-)
 from app.services import ServiceOverrides, build_services
 from app.settings import Settings, get_settings
-from app.turn_context import EngineFactory
-from app.turn_recall import MemorySection
+from app.turns.engines import EngineFactory
+from app.turns.recall import MemorySection
+from app.web import admin_api, ops, widget_api, widget_pages
+from app.web.console import admin as console_admin
+from app.web.console import auth as console_auth
+from app.web.console import common as console_common
+from app.web.console import conversation as console_conversation
+from app.web.console import customer as console_customer
+from app.web.console import inbox as console_inbox
+from app.web.console import overview as console_overview
+from app.web.input import validation_error_response
+from app.web.limits import RequestLimits
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +62,7 @@ def create_app(
         finally:
             await services.close()
 
-    # Swagger UI and ReDoc are served from local assets (app.routes.ops), not FastAPI's CDN-backed pages.
+    # Swagger UI and ReDoc are served from local assets (app.web.ops), not FastAPI's CDN-backed pages.
     app = FastAPI(title="memdesk", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.add_exception_handler(RequestValidationError, validation_error_response)
     # The widget runs on the shop's pages, another origin: let it call the customer API (bearer tokens, no cookies).

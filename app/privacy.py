@@ -4,7 +4,7 @@ Covers the relational rows (customer, conversations with every message, compacti
 conclusions, orders with items, shipments and refunds, audit events about them) and long-term memory (Mem0's
 memories and its own history rows). Erasure leaves one audit event that says an erasure happened, without any of
 the erased data. A running server also drops what it holds in memory about the erased conversations (see
-``app.routes.admin_api``).
+``app.web.admin_api``).
 
 A customer is named by their public id or the shop's external id (``find_customer``); the command line may also use
 the internal integer id.
@@ -18,7 +18,8 @@ from typing import Any
 from sqlalchemy import delete
 from sqlmodel import Session, col, select
 
-from app.memory_outbox import memory_customer_id
+from app.console.audit import record_audit_event
+from app.customer_memory.ids import memory_customer_id
 from app.models import (
     AuditEvent,
     Compaction,
@@ -32,7 +33,6 @@ from app.models import (
     Refund,
     Shipment,
 )
-from app.tools.audit import record_audit_event
 from memory.store import CustomerMemory
 
 

@@ -1,15 +1,15 @@
 """The long-lived objects of one running app: built by ``build_services`` in the lifespan, reached through
-``app.deps``, started with ``start`` and stopped with ``close``.
+``app.web.deps``, started with ``start`` and stopped with ``close``.
 
 Building migrates the database and loads the embedding model (off the event loop); ``start`` launches the
 background work: turn recovery, and outbox delivery plus the daily conclusion sync, which run in this process on
-SQLite (a loop, APScheduler) and as jobs of the shared job queue on PostgreSQL (``app.jobs``, each job once across
+SQLite (a loop, APScheduler) and as jobs of the shared job queue on PostgreSQL (``app.jobs.queue``, each job once across
 the servers). ``close`` is bounded whatever the dependencies are doing: running turns get a grace period and are
 recovered at the next start, and a hung memory call is left to its daemon worker (the outbox is durable).
 
 On PostgreSQL, the live events and the visitor rate limits are kept in the database (``shared_state``), so that
 several server processes on one database show a visitor the same streams and the same limits, and a conversation's
-turns are owned by one process at a time (``app.turn_ownership``); on SQLite they stay in this process's memory.
+turns are owned by one process at a time (``app.turns.ownership``); on SQLite they stay in this process's memory.
 """
 
 from __future__ import annotations
@@ -22,33 +22,30 @@ from typing import TYPE_CHECKING
 import anyio
 from sqlalchemy import Engine
 
-from app.agent import AgentService
+from app.customer_memory.service import MemoryService, build_memory_service
 from app.db import create_db_engine, upgrade
 from app.demo_shop import shop_tools
-from app.events import EventBroker
 from app.identity import VisitorTokens
+from app.infra.metrics import Metrics
+from app.live.broker import EventBroker
+from app.live.pg_broker import PostgresEventBroker
 from app.llm import LLMGateway
-from app.memory_outbox import SqlOutboxRepository
-from app.memory_service import MemoryService
-from app.metrics import Metrics
-from app.pg_events import PostgresEventBroker
 from app.ratelimit import PostgresRateLimiter, RateLimiter, VisitorRateLimiter
 from app.settings import Settings
-from app.sync import SyncOptions, SyncReport, SyncRunner, SyncSchedule, exclusive_sync, options_from, parse_sync_at
+from app.sync import SyncOptions, SyncReport, SyncSchedule, app_sync_runner, exclusive_sync, options_from, parse_sync_at
 from app.sync.runner import latest_sync_run
 from app.sync.timetable import SyncTimetable
 from app.tools import ToolRegistry, build_tool_registry
-from app.turn_context import EngineFactory, default_compressor
-from app.turn_ownership import turn_ownership_for
-from app.turn_recall import MemorySection
-from app.turn_recovery import TurnRecovery
+from app.turns.engines import EngineFactory
+from app.turns.ownership import turn_ownership_for
+from app.turns.recall import MemorySection
+from app.turns.recovery import TurnRecovery
+from app.turns.scheduler import TurnScheduler
+from app.turns.turn import AgentTurn
 from compression.summarizer import PROMPTS_DIR, prompt_environment
-from memory.config import EmbedderKind, MemoryOptions, VectorStoreKind
-from memory.migrate import upgrade_embedded_store
-from memory.store import CustomerMemory
 
 if TYPE_CHECKING:
-    from app.jobs import JobQueue
+    from app.jobs.queue import JobQueue
 
 
 @dataclass(frozen=True)
@@ -67,7 +64,8 @@ class Services:
     gateway: LLMGateway
     tools: ToolRegistry
     broker: EventBroker
-    agent: AgentService
+    agent: AgentTurn
+    turns: TurnScheduler
     visitor_tokens: VisitorTokens
     message_limiter: VisitorRateLimiter
     metrics: Metrics
@@ -79,7 +77,7 @@ class Services:
 
     def start(self) -> None:
         """Start the background work (on the running event loop): turn recovery, outbox delivery, daily sync."""
-        self.recovery = TurnRecovery(self.agent, interval_s=self.settings.turn_recovery_interval_s)
+        self.recovery = TurnRecovery(self.turns, interval_s=self.settings.turn_recovery_interval_s)
         self.recovery.start()
         if self.db.dialect.name == "postgresql":
             self._start_job_queue()
@@ -93,7 +91,7 @@ class Services:
             self.sync.start()
 
     def _start_job_queue(self) -> None:
-        from app.jobs import JobQueue  # procrastinate comes with the postgres extra
+        from app.jobs.queue import JobQueue  # procrastinate comes with the postgres extra
 
         at = parse_sync_at(self.settings.sync_at)
         timetable = SyncTimetable(at, self.settings.timezone, last_run=latest_sync_run(self.db)) if at else None
@@ -107,12 +105,12 @@ class Services:
     def sync_once(self, options: SyncOptions | None = None) -> SyncReport:
         """One conclusion sync with this server's database, models and memory (under the one-run lock)."""
         with exclusive_sync(self.db, self.settings.data_dir):
-            runner = SyncRunner(
+            runner = app_sync_runner(
                 self.db,
-                lambda: default_compressor(self.gateway, self.settings),
-                self.gateway.ledger,
-                deliver=self.memory.outbox.deliver_due if self.memory is not None else None,
+                self.gateway,
+                self.settings,
                 memory=self.memory.store if self.memory is not None else None,
+                outbox=self.memory.outbox if self.memory is not None else None,
             )
             report = runner.run(options or options_from(self.settings))
         if self.sync is not None and report.record is not None:
@@ -124,7 +122,7 @@ class Services:
             self.sync.stop()
         if self.recovery is not None:
             await self.recovery.stop()
-        await self.agent.shutdown()
+        await self.turns.shutdown()
         if self.jobs is not None:
             await self.jobs.close()
         if self._delivery is not None:
@@ -138,29 +136,6 @@ class Services:
         await self.gateway.aclose()
         self.tools.close()
         self.db.dispose()
-
-
-def memory_options(settings: Settings) -> MemoryOptions:
-    key = settings.memory_embedding_api_key
-    return MemoryOptions(
-        data_dir=settings.data_dir,
-        vector_store=VectorStoreKind(settings.memory_store),
-        embedder=EmbedderKind(settings.memory_embedder),
-        embedding_model=settings.memory_embedding_model,
-        embedding_base_url=settings.memory_embedding_base_url,
-        embedding_api_key=key.get_secret_value() if key else None,
-        pgvector_url=settings.memory_pgvector_url,
-    )
-
-
-def build_memory_service(settings: Settings, db: Engine, metrics: Metrics) -> MemoryService:
-    """Mem0 behind ``CustomerMemory`` plus the outbox deliverer (slow to build: run it off the event loop). A data
-    directory from before the SQLite store has its Qdrant memories moved over first."""
-    options = memory_options(settings)
-    upgrade_embedded_store(options)
-    store = CustomerMemory(options)
-    store.warm_up()
-    return MemoryService(store, SqlOutboxRepository(db), metrics=metrics)
 
 
 def shared_state(settings: Settings, db: Engine) -> tuple[EventBroker, VisitorRateLimiter]:
@@ -187,7 +162,7 @@ async def build_services(settings: Settings, seams: ServiceOverrides = ServiceOv
     )
     if memory is not None:
         metrics.watch_outbox(memory)
-    agent = AgentService(
+    agent = AgentTurn(
         db=db,
         gateway=gateway,
         tools=tools,
@@ -198,6 +173,12 @@ async def build_services(settings: Settings, seams: ServiceOverrides = ServiceOv
         engine_factory=seams.engine_factory,
         conclusions_queued=memory.kick if memory else None,
         metrics=metrics,
+    )
+    turns = TurnScheduler(
+        db=db,
+        broker=broker,
+        runner=agent,
+        reply_debounce_s=settings.reply_debounce_s,
         ownership=turn_ownership_for(db),
     )
     if isinstance(broker, PostgresEventBroker):
@@ -209,6 +190,7 @@ async def build_services(settings: Settings, seams: ServiceOverrides = ServiceOv
         tools=tools,
         broker=broker,
         agent=agent,
+        turns=turns,
         visitor_tokens=VisitorTokens(settings.secret_key.get_secret_value()),
         message_limiter=message_limiter,
         metrics=metrics,

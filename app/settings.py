@@ -15,7 +15,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PLACEHOLDER_SECRET = "change-me"
 EMBEDDED_CHAT_MODEL = "smollm2-135m-instruct"
-# How often a running server looks for conversations whose latest customer message has no reply (app.turn_recovery).
+# How often a running server looks for conversations whose latest customer message has no reply (app.turns.recovery).
 TURN_RECOVERY_INTERVAL_S = 60.0
 # Console sign-in: a session unused this long ends; none lasts longer than the maximum age.
 CONSOLE_SESSION_IDLE_S = 30 * 60.0
@@ -63,7 +63,8 @@ class Settings(BaseSettings):
     embedded_max_reply_tokens: int = Field(default=EMBEDDED_MAX_REPLY_TOKENS, ge=16)
     # Stop a streamed reply that loops (app.llm.repetition): for the embedded model only, for every model, or never.
     repetition_guard: Literal["embedded", "always", "off"] = "embedded"
-    # Look up the customer's named order (or the clear best help article) before the model is called (app.prefetch).
+    # Look up the customer's named order (or the clear best help article) before the model is called
+    # (app.turns.preparation).
     prefetch: bool = True
     model_prices: dict[str, ModelPrice] = Field(default_factory=dict)
 

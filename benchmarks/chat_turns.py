@@ -88,8 +88,8 @@ def preload_memories(count: int) -> dict[str, Any]:
     from dataclasses import replace
     from datetime import UTC, date, datetime
 
-    from app.memory_outbox import memory_customer_id
-    from app.services import memory_options
+    from app.customer_memory.ids import memory_customer_id
+    from app.customer_memory.options import memory_options
     from app.settings import Settings
     from benchmarks.memory_data import SEED, draw, mem0_payload
     from memory.store import CustomerMemory

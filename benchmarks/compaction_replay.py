@@ -103,7 +103,7 @@ def _add_customer(db: Any) -> None:
         session.commit()
 
 
-def _drive(url: str, agent: Any) -> int:
+def _drive(url: str, turns: Any) -> int:
     """Post ``TURNS`` messages, each after the previous reply; returns the conversation id."""
     body = {"external_id": "replay-1", "identity_hmac": shop_identity_hmac(IDENTITY_SECRET, "replay-1")}
     with httpx.Client(base_url=url, timeout=10.0) as anonymous:
@@ -117,7 +117,7 @@ def _drive(url: str, agent: Any) -> int:
             deadline = time.monotonic() + REPLY_TIMEOUT_S
             while True:
                 replies = [m for m in client.get(messages_url).json() if m["role"] == "assistant"]
-                if len(replies) > number and not agent._tasks:
+                if len(replies) > number and turns.idle:
                     break
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"no reply to turn {number}")
@@ -152,7 +152,7 @@ def replay_app() -> dict[str, Any]:
         try:
             services = server.config.app.state.services
             _add_customer(services.db)
-            _drive(url, services.agent)
+            _drive(url, services.turns)
             with Session(services.db) as session:
                 compactions = list(session.exec(select(Compaction).order_by(col(Compaction.id))).all())
         finally:

@@ -24,9 +24,9 @@ from typing import Any
 from sqlalchemy import func
 from sqlmodel import Session, select
 
+from app.customer_memory.outbox import SqlOutboxRepository
 from app.db import create_db_engine, migrate
 from app.llm import UsageLedger
-from app.memory_outbox import SqlOutboxRepository
 from app.models import Conclusion
 from app.sync import SyncOptions, SyncRunner
 from compression import ContextCompressor

@@ -180,11 +180,12 @@ class CustomerMemory:
     def _default_embedder(options: MemoryOptions) -> Any | None:
         if options.embedder is EmbedderKind.OPENAI:
             return None
-        from memory import embedders  # the embedder stack is heavy: load it only when it is used
+        # The embedder stack is heavy: load it only when it is used.
+        from memory.embedders import HashingEmbedder, local_embedder
 
         if options.embedder is EmbedderKind.HASHING:
-            return embedders.HashingEmbedder(options.embedding_dims)
-        return embedders.local_embedder()
+            return HashingEmbedder(options.embedding_dims)
+        return local_embedder()
 
     def warm_up(self) -> None:
         """Load the embedding model now (at server start-up) instead of on the first customer's turn."""

@@ -171,7 +171,7 @@ class LocalCustomerData:
     @contextmanager
     def opened(cls, settings: Settings, server: RunningServer | None) -> Iterator[LocalCustomerData]:
         """Opens both; ``server`` is the one running from this data directory on another database, if any."""
-        from app.services import memory_options
+        from app.customer_memory.options import memory_options
         from memory.store import MemoryStoreLockedError
 
         migrate(settings.resolved_database_url)

@@ -10,11 +10,11 @@ from sqlalchemy import Engine
 from sqlmodel import Session
 
 from app.cli.common import DatabaseUrlOption, database_errors_explained, load_settings, printable_url
+from app.customer_memory.options import memory_options
+from app.customer_memory.outbox import SqlOutboxRepository
 from app.db import create_db_engine, current_revision, migrate
 from app.demo_shop import DEMO_BASE_DATE, seed_demo
 from app.demo_shop.history import seed_history
-from app.memory_outbox import SqlOutboxRepository
-from app.services import memory_options
 from app.settings import Settings
 from memory.migrate import upgrade_embedded_store
 from memory.outbox import ConclusionOutbox

@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from app.cli.common import CommandError, Invocation, command_group, load_settings
-from app.services import memory_options
+from app.customer_memory.options import memory_options
 from memory.config import MemoryConfigError, VectorStoreKind
 from memory.migrate import MigrationError, MigrationReport, migrate_store
 

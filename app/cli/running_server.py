@@ -20,7 +20,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from app.pid_files import PidFile, process_alive
+from app.infra.pid_files import PidFile, process_alive
 
 SERVER_RECORD_NAME = "memdesk-serve.json"
 SERVER_LOCK_NAME = "memdesk-serve.lock"

@@ -8,7 +8,7 @@ process on the spot and leave the child running on its port. A crash (an excepti
 exiting because it cannot bind) takes the same ``finally``. With several workers, uvicorn's supervisor takes the
 signals over while it runs (SIGINT and SIGTERM stop every worker gracefully, SIGHUP replaces them one by one) and then
 returns, into the same ``finally``. Only ``kill -9`` skips it; the model's pid file lets the next start stop what it
-left behind (``app.local_model``), and the kernel stops the workers of a killed supervisor
+left behind (``app.llm.local_model``), and the kernel stops the workers of a killed supervisor
 (``app.main.create_worker_app``).
 
 Several processes (``--workers N``, ``app.cli.serve_workers``) need a setup whose data they can share; a setup kept
@@ -16,8 +16,8 @@ to one process (a SQLite database, Qdrant's local mode) also refuses a second ``
 through the lock of ``app.cli.running_server.sole_server``, held until this process ends.
 
 Output: every line ``serve`` writes, the banner included, is a log record in ``MEMDESK_LOG_FORMAT`` on standard error
-(``app.logs``), and uvicorn gets the same configuration, so a log collector reading JSON lines never meets a line it
-cannot parse.
+(``app.infra.logs``), and uvicorn gets the same configuration, so a log collector reading JSON lines never meets a line
+it cannot parse.
 """
 
 from __future__ import annotations
@@ -48,8 +48,8 @@ from app.cli.running_server import (
 )
 from app.cli.serve_workers import SingleProcessData, run_workers, single_process_data, workers_refusal
 from app.db import migrate
-from app.local_model import REAL_ENDPOINT_HINT, LocalModelError, LocalModelServer
-from app.logs import configure_logging, logging_config
+from app.infra.logs import configure_logging, logging_config
+from app.llm.local_model import REAL_ENDPOINT_HINT, LocalModelError, LocalModelServer
 from app.settings import MAX_WORKERS, Settings
 
 logger = logging.getLogger(__name__)
@@ -211,8 +211,8 @@ def _log_banner(settings: Settings, listener: Listener, local: LocalModelServer 
 def _run_uvicorn(settings: Settings, listener: Listener) -> None:
     import uvicorn  # the server stack is imported only by the command that serves
 
-    from app.http_limits import UVICORN_LIMITS
     from app.main import create_app
+    from app.web.limits import UVICORN_LIMITS
 
     uvicorn.run(
         create_app(settings),

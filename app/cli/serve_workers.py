@@ -10,8 +10,8 @@ supervisor restarts a worker that dies or stops answering its health pings, stop
 running-server record and the stop-signal handling around them (``app.cli.serve``).
 
 Which setups allow several processes: live events, turn ownership and visitor rate limits are shared through
-PostgreSQL only (``app.pg_events``, ``app.turn_ownership``, ``app.ratelimit``); on SQLite they live in one process's
-memory. Of the memory stores, pgvector is shared by design and the embedded SQLite store by its file locks
+PostgreSQL only (``app.live.pg_broker``, ``app.turns.ownership``, ``app.ratelimit``); on SQLite they live in one
+process's memory. Of the memory stores, pgvector is shared by design and the embedded SQLite store by its file locks
 (``memory.sqlite_store``); Qdrant's local mode opens its directory in one process only.
 """
 
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from app.cli.common import CommandError
 from app.db import is_sqlite_url
-from app.logs import logging_config
+from app.infra.logs import logging_config
 from app.settings import Settings
 
 WORKER_APP_FACTORY = "app.main:create_worker_app"
@@ -74,7 +74,7 @@ def run_workers(settings: Settings, *, host: str, port: int, workers: int, grace
     from uvicorn.config import STARTUP_FAILURE
     from uvicorn.supervisors import Multiprocess
 
-    from app.http_limits import UVICORN_LIMITS
+    from app.web.limits import UVICORN_LIMITS
 
     # The workers read their settings from the environment they inherit; a --database-url must reach them too.
     os.environ["MEMDESK_DATABASE_URL"] = settings.resolved_database_url

@@ -1,4 +1,4 @@
-"""``memdesk sync``: one run of the conclusion sync by hand or from cron (``app.sync.run_standalone``).
+"""``memdesk sync``: one run of the conclusion sync by hand or from cron (``run_standalone``).
 
 Output: on a terminal, a progress bar on standard error while conversations are synced; then a table of the run
 record on standard output (written for people, plain text when redirected to a file). With ``--json``, the run record
@@ -23,9 +23,17 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 from rich.table import Table
 
 from app.cli.common import DatabaseUrlOption, database_errors_explained, load_settings
-from app.logs import configure_logging
-from app.sync import SyncAlreadyRunningError, SyncReport, options_from, run_standalone
+from app.customer_memory.options import memory_options
+from app.customer_memory.outbox import SqlOutboxRepository
+from app.db import create_db_engine, upgrade
+from app.infra.logs import configure_logging
+from app.llm import LLMGateway
+from app.settings import Settings
+from app.sync import SyncAlreadyRunningError, SyncOptions, SyncReport, app_sync_runner, exclusive_sync, options_from
 from app.sync.conversation import ConversationSync, Outcome
+from app.sync.runner import Progress as SyncProgress
+from memory.outbox import ConclusionOutbox
+from memory.store import CustomerMemory
 
 EXIT_CONVERSATIONS_FAILED = 1
 # EX_TEMPFAIL in sysexits.h: a temporary condition, the same command later will work.
@@ -151,3 +159,23 @@ def _print_dry_run(document: dict[str, Any], console: Console) -> None:
     console.print(table)
     for conversation in document["to_summarize"]:
         console.print(f"  would summarize {conversation}")
+
+
+def run_standalone(settings: Settings, options: SyncOptions, *, progress: SyncProgress | None = None) -> SyncReport:
+    """One run outside the server: its own database engine, gateway and memory store, closed when it ends."""
+    db = create_db_engine(settings.resolved_database_url)
+    gateway = LLMGateway.from_settings(settings)
+    store: CustomerMemory | None = None
+    try:
+        upgrade(db)
+        with exclusive_sync(db, settings.data_dir):
+            if settings.memory_enabled and not options.dry_run:
+                store = CustomerMemory(memory_options(settings))
+            outbox = ConclusionOutbox(SqlOutboxRepository(db), store) if store is not None else None
+            runner = app_sync_runner(db, gateway, settings, memory=store, outbox=outbox)
+            return runner.run(options, progress=progress)
+    finally:
+        if store is not None:
+            store.close()
+        gateway.close()
+        db.dispose()

@@ -10,7 +10,7 @@ win: a second takeover finds the conversation already taken and gets ``ActionCon
 Taking over writes a notice the customer sees ("Sam Rivera joined the conversation.") and silences the bot.
 Replying to a conversation the bot still has takes it over first. A private note is stored with ``private`` set and
 the ``system`` role, each of which alone keeps it from the customer (``MessagePublic.customer_visible``) and from the
-LLM (``app.conversation_context.load_context``). Handing back gives the conversation to the bot and, when the
+LLM (``app.turns.context.load_context``). Handing back gives the conversation to the bot and, when the
 customer's latest message has no answer yet, schedules a turn to answer it.
 """
 
@@ -22,12 +22,13 @@ from sqlalchemy import select as sa_select
 from sqlalchemy import update
 from sqlmodel import Session, col, func, select
 
-from app.agent import AgentService, message_event
+from app.console.audit import record_audit_event
 from app.console.inbox import is_reply
 from app.console.permissions import Staff
-from app.events import EventBroker
+from app.live.broker import EventBroker
+from app.live.messages import store_message
 from app.models import Agent, Conversation, ConversationStatus, Message, MessageAuthor, MessageRole, utc_now
-from app.tools.audit import record_audit_event
+from app.turns.scheduler import TurnScheduler
 
 JOINED_NOTICE = "{name} joined the conversation."
 MAX_REPLY_CHARS = 8_000
@@ -96,19 +97,16 @@ def _conflict(session: Session, conversation_id: int) -> ActionConflict:
     return ActionConflict(f"This conversation is now {status.value.replace('_', ' ')}; reload to see why.")
 
 
-def _store(session: Session, message: Message) -> Message:
-    session.add(message)
-    session.flush()
-    return message
-
-
 def take_over(session: Session, broker: EventBroker, staff: Staff, conversation: Conversation) -> None:
     assert conversation.id is not None
     values = {"status": ConversationStatus.HUMAN, "assigned_agent_id": staff.id}
     if not _set_status(session, conversation.id, TAKEABLE, **values):
         raise _conflict(session, conversation.id)
-    notice = _store(
+    conversation_id, previous_status = conversation.id, conversation.status.value
+    store_message(
         session,
+        broker,
+        conversation,
         Message(
             conversation_id=conversation.id,
             role=MessageRole.ASSISTANT,
@@ -116,11 +114,9 @@ def take_over(session: Session, broker: EventBroker, staff: Staff, conversation:
             agent_id=staff.id,
             content=JOINED_NOTICE.format(name=staff.name),
         ),
+        alongside=lambda _: _audit(session, staff, "take_over", conversation_id, previous_status=previous_status),
     )
-    _audit(session, staff, "take_over", conversation.id, previous_status=conversation.status.value)
-    session.commit()
     conversation.status, conversation.assigned_agent_id = ConversationStatus.HUMAN, staff.id
-    broker.publish(conversation.id, "message.created", message_event(notice, conversation))
     broker.publish(conversation.id, "conversation.status", {"status": "human", "agent_name": staff.name})
 
 
@@ -136,13 +132,17 @@ def _checked_text(text: str) -> str:
 def reply(session: Session, broker: EventBroker, staff: Staff, conversation: Conversation, text: str) -> Message:
     """Send the customer a message as this staff member (taking the conversation over from the bot first)."""
     assert conversation.id is not None
+    conversation_id = conversation.id
     clean = _checked_text(text)
     if conversation.status == ConversationStatus.CLOSED:
         raise ActionConflict("This conversation is closed; reopen it first.")
     if conversation.status in TAKEABLE:
         take_over(session, broker, staff, conversation)
-    message = _store(
+    _bump(session, conversation.id)
+    return store_message(
         session,
+        broker,
+        conversation,
         Message(
             conversation_id=conversation.id,
             role=MessageRole.ASSISTANT,
@@ -150,19 +150,19 @@ def reply(session: Session, broker: EventBroker, staff: Staff, conversation: Con
             agent_id=staff.id,
             content=clean,
         ),
+        agent_name=staff.name,
+        alongside=lambda message: _audit(session, staff, "reply", conversation_id, message_id=message.id),
     )
-    _bump(session, conversation.id)
-    _audit(session, staff, "reply", conversation.id, message_id=message.id)
-    session.commit()
-    broker.publish(conversation.id, "message.created", message_event(message, conversation, agent_name=staff.name))
-    return message
 
 
 def add_note(session: Session, broker: EventBroker, staff: Staff, conversation: Conversation, text: str) -> Message:
     """A note for staff only (see the module docstring for why it never reaches the customer or the LLM)."""
     assert conversation.id is not None
-    note = _store(
+    conversation_id = conversation.id
+    return store_message(
         session,
+        broker,
+        conversation,
         Message(
             conversation_id=conversation.id,
             role=MessageRole.SYSTEM,
@@ -171,11 +171,9 @@ def add_note(session: Session, broker: EventBroker, staff: Staff, conversation: 
             private=True,
             content=_checked_text(text),
         ),
+        agent_name=staff.name,
+        alongside=lambda note: _audit(session, staff, "note", conversation_id, message_id=note.id),
     )
-    _audit(session, staff, "note", conversation.id, message_id=note.id)
-    session.commit()
-    broker.publish(conversation.id, "message.created", message_event(note, conversation, agent_name=staff.name))
-    return note
 
 
 def _bump(session: Session, conversation_id: int) -> None:
@@ -196,7 +194,7 @@ def awaits_answer(session: Session, conversation_id: int) -> bool:
 
 
 def hand_back(
-    session: Session, broker: EventBroker, agent: AgentService, staff: Staff, conversation: Conversation
+    session: Session, broker: EventBroker, turns: TurnScheduler, staff: Staff, conversation: Conversation
 ) -> bool:
     """Give the conversation back to the bot; True when the bot was asked to answer a waiting message."""
     assert conversation.id is not None
@@ -208,7 +206,7 @@ def hand_back(
     conversation.status = ConversationStatus.BOT
     broker.publish(conversation.id, "conversation.status", {"status": "bot"})
     if waiting:
-        agent.schedule_turn(conversation.id)
+        turns.schedule_turn(conversation.id)
     return waiting
 
 

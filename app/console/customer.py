@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 from sqlmodel import Session, col, func, select
 
-from app.memory_outbox import memory_customer_id
+from app.customer_memory.ids import memory_customer_id
 from app.models import Agent, Conversation, Customer
 from app.services import Services
 from app.tools import ToolContext

@@ -20,11 +20,11 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlmodel import Session, col, select
 
-from app.conversation_context import latest_compaction, to_chat_message
 from app.llm import LLMGateway
 from app.models import AuditEvent, HandoffSummary, Message, MessageRole
 from app.settings import Settings
 from app.tools.handoff import HANDOFF_ACTION
+from app.turns.context import latest_compaction, to_chat_message
 from compression.decisions import DECISION_SECTIONS, ParsedItem, parse_item
 from compression.fallback import fallback_summary
 from compression.messages import ChatMessage

@@ -19,10 +19,10 @@ from typing import Any, TypeVar
 
 from sqlmodel import Session
 
+from app.console.audit import record_audit_event
 from app.console.permissions import Staff
-from app.memory_outbox import memory_customer_id
+from app.customer_memory.ids import memory_customer_id
 from app.services import Services
-from app.tools.audit import record_audit_event
 from compression.dates import resolve_due
 from compression.facts import FactExtractor
 from memory.conclusions import PROMISE_GRACE_DAYS, Conclusion, ConclusionKind, ConclusionSource, MemoryItem

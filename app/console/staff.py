@@ -22,8 +22,8 @@ from pwdlib import PasswordHash
 from sqlalchemy import delete
 from sqlmodel import Session, col, select
 
+from app.console.audit import record_audit_event
 from app.models import Agent, AgentRole, StaffSession
-from app.tools.audit import record_audit_event
 
 MIN_PASSWORD_CHARS = 12
 MAX_PASSWORD_CHARS = 1_024  # argon2 hashes any length; this only bounds the work one request can ask for

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
+from app.console.audit import record_audit_event
 from app.demo_shop.tools import (
     ORDER_NUMBER_DESCRIPTION,
     address_of,
@@ -26,7 +27,6 @@ from app.demo_shop.tools import (
     refundable_cents,
 )
 from app.models import Order, OrderStatus, Refund, RefundStatus, ShippingAddress, utc_now
-from app.tools.audit import record_audit_event
 from app.tools.registry import ErrorCode, ToolContext, ToolError
 from app.tools.typed import ConfirmableArguments, TypedTool
 

@@ -20,13 +20,13 @@ from datetime import UTC, date, datetime, timedelta
 
 from sqlmodel import Session, col, func, select
 
-from app.conversation_context import load_context, record_compaction, start_first_segment
+from app.customer_memory.outbox import enqueue_key_decisions
 from app.demo_shop.tools import GetOrderTool
 from app.llm.responses import ToolCall
-from app.memory_outbox import enqueue_key_decisions
 from app.models import Conversation, ConversationStatus, Customer, Message, MessageAuthor, MessageRole, Order
 from app.models import OrderStatus as Status
 from app.tools import ToolContext, ToolRegistry
+from app.turns.context import load_context, record_compaction, start_first_segment
 from compression import ContextCompressor
 from compression.types import KeyDecision
 

@@ -1,7 +1,7 @@
 """Alembic environment for memdesk.
 
 ``target_metadata`` is ``SQLModel.metadata`` with every table registered by importing ``app.models``; the job
-queue's tables on PostgreSQL (``app.job_schema``) are left out of autogenerate's comparison. SQLite gets
+queue's tables on PostgreSQL (``app.jobs.schema``) are left out of autogenerate's comparison. SQLite gets
 ``render_as_batch`` (it cannot ALTER most things in place, so alembic copies the table).
 
 The database comes from, in order: an open connection passed by ``app.db.upgrade`` in
@@ -16,7 +16,7 @@ from sqlmodel import SQLModel
 
 import app.models  # noqa: F401  (registers every table on SQLModel.metadata)
 from app.db import CONNECTION_ATTRIBUTE, create_db_engine, is_sqlite_url
-from app.job_schema import include_name
+from app.jobs.schema import include_name
 from app.settings import get_settings
 
 config = context.config

@@ -5,7 +5,7 @@ by ``ConversationEventSequence`` (one counter row per conversation, whose row lo
 that sequence order is commit order). Rows older than the retention are trimmed; the counter stays, so sequences
 never repeat. ``RateLimitWindow`` holds each rate-limited key's recent hits (epoch seconds, a JSON list).
 
-On SQLite these tables exist but stay empty: one process keeps the same state in memory (``app.events``,
+On SQLite these tables exist but stay empty: one process keeps the same state in memory (``app.live.broker``,
 ``app.ratelimit``).
 """
 

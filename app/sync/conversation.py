@@ -17,9 +17,9 @@ from sqlalchemy import Engine, update
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
-from app.conversation_context import CONTEXT_COLUMNS, to_chat_message
-from app.memory_outbox import enqueue_key_decisions
+from app.customer_memory.outbox import enqueue_key_decisions
 from app.models import Compaction, Conversation, Message, MessageRole
+from app.turns.context import CONTEXT_COLUMNS, to_chat_message
 from compression import ContextCompressor
 from compression.transcript import TranscriptSummary, summarize_transcript
 from compression.types import Usage

@@ -24,13 +24,16 @@ from datetime import datetime, timedelta
 from sqlalchemy import Engine, func, or_, update
 from sqlmodel import Session, col, select
 
-from app.llm import UsageLedger
+from app.llm import LLMGateway, UsageLedger
 from app.models import Conclusion, Conversation, ConversationStatus, Message, MessageRole, OutboxStatus, SyncRun
 from app.models.base import utc_now
 from app.models.sync import SyncRunStatus
+from app.settings import Settings
 from app.sync.conversation import ConversationSync, ConversationSyncer, EngineFactory, Outcome
 from app.sync.upkeep import MemoryUpkeep, UpkeepReport, run_upkeep
-from memory.outbox import DeliveryReport
+from app.turns.engines import default_compressor
+from memory.outbox import ConclusionOutbox, DeliveryReport
+from memory.store import CustomerMemory
 
 MAX_ERRORS = 50
 # Errors of outbox rows that another attempt will not fix; every other failed row is retried by the sync.
@@ -204,3 +207,22 @@ def latest_sync_run(db: Engine) -> SyncRun | None:
         found = session.exec(statement.limit(1)).first()
         session.commit()
         return found
+
+
+def app_sync_runner(
+    db: Engine,
+    gateway: LLMGateway,
+    settings: Settings,
+    *,
+    memory: CustomerMemory | None,
+    outbox: ConclusionOutbox | None,
+) -> SyncRunner:
+    """The sync as the app runs it, in the server and in ``memdesk sync``: the compressor every conversation gets,
+    the gateway's usage ledger, delivery through the conclusions outbox and upkeep of ``memory``."""
+    return SyncRunner(
+        db,
+        lambda: default_compressor(gateway, settings),
+        gateway.ledger,
+        deliver=outbox.deliver_due if outbox is not None else None,
+        memory=memory,
+    )

@@ -15,7 +15,7 @@ from typing import Protocol
 from sqlalchemy import Engine
 from sqlmodel import Session, col, select
 
-from app.memory_outbox import memory_customer_id
+from app.customer_memory.ids import memory_customer_id
 from app.models import Conclusion, OutboxStatus, SyncRun
 from app.models.sync import SyncRunStatus
 from memory.conclusions import PROMISE_GRACE_DAYS, ConclusionKind

@@ -11,8 +11,8 @@ from typing import Any
 
 from pydantic import Field
 
+from app.console.audit import record_audit_event
 from app.models import Conversation, ConversationStatus, utc_now
-from app.tools.audit import record_audit_event
 from app.tools.registry import ErrorCode, ToolContext, ToolError
 from app.tools.typed import ToolArguments, TypedTool
 

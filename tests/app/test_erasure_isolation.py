@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from tests.app.conftest import app_settings
-from tests.app.live_app import LiveApp, run_live_app, sse_events
+from tests.support.live_app import LiveApp, run_live_app, sse_events
 from tests.support.scripted_llm import ScriptedLLMServer
+from tests.support.settings import app_settings
 
 ADMIN_TOKEN = "admin-token-for-erasure-tests-0123456789"
 Z_SECRET = "my card ends in 4242 and I live at 9 Elm Row"

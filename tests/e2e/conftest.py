@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from tests.app.conftest import app_settings
-from tests.app.live_app import LiveApp, run_live_app
+from tests.support.live_app import LiveApp, run_live_app
 from tests.support.scripted_llm import RecordedRequest, ScriptedLLMServer, ScriptedReply, default_reply
+from tests.support.settings import app_settings
 
 CHROMIUM_PATH = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [

@@ -20,10 +20,10 @@ from sqlmodel import Session, col, select
 
 from app.console.staff import add_staff
 from app.models import AgentRole, Conversation, ConversationStatus, Message, StaffSession, utc_now
-from tests.app.console_support import STAFF_PASSWORD
-from tests.app.live_app import LiveApp
 from tests.e2e.conftest import CHROMIUM_PATH, DESKTOP, PHONE, UI_TIMEOUT_MS, Replies, Visitor, publish_event
 from tests.support.console_data import seed_conversation
+from tests.support.console_support import STAFF_PASSWORD
+from tests.support.live_app import LiveApp
 from tests.support.scripted_llm import ScriptedReply, ScriptedToolCall
 
 pytestmark = [

@@ -21,15 +21,15 @@ import pytest
 from sqlmodel import Session, select
 
 from app.console.staff import add_staff
-from app.memory_outbox import memory_customer_id
+from app.customer_memory.ids import memory_customer_id
 from app.models import AgentRole, Conclusion, OutboxStatus
 from memory.conclusions import MemoryItem
-from tests.app.conftest import SUMMARY_MODEL
-from tests.app.console_support import STAFF_PASSWORD, console_settings
-from tests.app.live_app import LiveApp, run_live_app
 from tests.e2e.conftest import CHROMIUM_PATH, DESKTOP, PHONE
 from tests.e2e.test_console_browser import StaffBrowser
+from tests.support.console_support import STAFF_PASSWORD, console_settings
+from tests.support.live_app import LiveApp, run_live_app
 from tests.support.scripted_llm import RecordedRequest, ScriptedLLMServer, ScriptedReply
+from tests.support.settings import SUMMARY_MODEL
 
 pytestmark = [
     pytest.mark.skipif(not CHROMIUM_PATH.exists(), reason=f"{CHROMIUM_PATH} is missing: apt-get install chromium"),

@@ -17,9 +17,8 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from sqlmodel import col, select
 
-from app.agent import message_event
+from app.live.messages import message_event
 from app.models import Agent, Conversation, ConversationStatus, Customer, Message, MessageAuthor, MessageRole
-from tests.app.live_app import LiveApp
 from tests.e2e.conftest import (
     CHROMIUM_PATH,
     MAX_MESSAGE_CHARS,
@@ -30,6 +29,7 @@ from tests.e2e.conftest import (
     Visitor,
     publish_event,
 )
+from tests.support.live_app import LiveApp
 from tests.support.scripted_llm import ScriptedReply, ScriptedToolCall
 
 pytestmark = [

@@ -15,9 +15,9 @@ import time
 
 import pytest
 
-from tests.app.live_app import LiveApp
 from tests.e2e.conftest import CHROMIUM_PATH, DESKTOP, PHONES, FlakyProxy
 from tests.e2e.test_widget_browser import Visit, conversation_of, log_ids, visible_transcript
+from tests.support.live_app import LiveApp
 
 pytestmark = [
     pytest.mark.skipif(not CHROMIUM_PATH.exists(), reason=f"{CHROMIUM_PATH} is missing: apt-get install chromium"),

@@ -19,9 +19,9 @@ from schemathesis.generation import GenerationMode
 
 from app.main import create_app
 from app.settings import Settings
-from tests.app.conftest import app_settings
-from tests.app.live_app import LiveApp, run_live_app
+from tests.support.live_app import LiveApp, run_live_app
 from tests.support.scripted_llm import ScriptedLLMServer
+from tests.support.settings import app_settings
 
 FUZZ_SEED = 20261130
 FUZZ_EXAMPLES = 60

@@ -19,18 +19,19 @@ import pytest
 from sqlalchemy import Engine
 from sqlmodel import Session, select
 
+from app.customer_memory.ids import memory_customer_id
+from app.customer_memory.outbox import SqlOutboxRepository
+from app.customer_memory.service import RECALL_TIMEOUT_S, MemoryService
 from app.db import create_db_engine, migrate
-from app.memory_outbox import SqlOutboxRepository, memory_customer_id
-from app.memory_service import RECALL_TIMEOUT_S, MemoryService
 from app.models import Conclusion as ConclusionRow
 from app.models import Customer, Message, MessageAuthor, MessageRole, OutboxStatus
 from memory.conclusions import Conclusion, ConclusionKind, ConclusionSource, content_hash
 from memory.config import EmbedderKind, MemoryOptions
 from memory.store import CustomerMemory, MemoryStoreBusyError
-from tests.app.conftest import CHAT_MODEL, TEST_API_KEY
-from tests.app.serve_process import ServeProcess, start_serve
 from tests.memory.embedding_endpoint import EmbeddingEndpoint
 from tests.support.scripted_llm import ScriptedLLMServer
+from tests.support.serve_process import ServeProcess, start_serve
+from tests.support.settings import CHAT_MODEL, TEST_API_KEY
 
 PROMISE_TEXT = "Refund of $42.10 for order #W2378156 by 2026-12-02"
 QUESTION = "When will my refund for order #W2378156 arrive?"

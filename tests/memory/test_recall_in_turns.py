@@ -10,9 +10,9 @@ from typing import Any
 from sqlalchemy import event
 
 from memory.conclusions import Conclusion, ConclusionKind, ConclusionSource
-from tests.app.conftest import app_settings
-from tests.app.live_app import run_live_app
+from tests.support.live_app import run_live_app
 from tests.support.scripted_llm import ScriptedLLMServer, ScriptedReply
+from tests.support.settings import app_settings
 
 ADMIN_TOKEN = "admin-token-for-tests-0123456789"
 BURST_DEBOUNCE_S = 0.5

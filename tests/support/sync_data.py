@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 from sqlmodel import Session
 
-from app.conversation_context import start_first_segment
 from app.db import create_db_engine
 from app.models import Conversation, Customer, Message, MessageAuthor, MessageRole
+from app.turns.context import start_first_segment
 
 SEED_BATCH = 500
 PROMISE_DUE = "2026-12-05"

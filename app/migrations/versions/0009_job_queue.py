@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from alembic import op
 
-from app.job_schema import apply_job_queue_schema, job_queue_schema_sql
+from app.jobs.schema import apply_job_queue_schema, job_queue_schema_sql
 
 revision: str = "0009_job_queue"
 down_revision: str | None = "0008_message_index"

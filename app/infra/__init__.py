@@ -1,0 +1,7 @@
+"""What every part of a running server leans on, with no domain knowledge of its own.
+
+- ``logs``: one logging configuration, text or JSON lines, request and conversation ids, secrets redacted.
+- ``metrics``: the Prometheus registry of one app.
+- ``pid_files``: records of running processes under the data directory.
+- ``worker_pool``: ``BoundedWorkerPool``, threads with timeouts for calls into dependencies that may hang.
+"""

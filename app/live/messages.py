@@ -1,0 +1,47 @@
+"""Messages entering a conversation: stored, then announced to every live stream (the widget, the console).
+
+``store_message`` is the one way a message is persisted and published, for the agent's turn, its preparation step
+and the console alike: the commit comes first, so no stream ever shows a message the database could still lose.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from sqlmodel import Session
+
+from app.db import autocommit_step
+from app.live.broker import EventBroker
+from app.models import Conversation, Message, MessagePublic
+
+
+def message_event(message: Message, conversation: Conversation, *, agent_name: str | None = None) -> dict[str, Any]:
+    """The ``message.created`` event data: the message as ``MessagePublic`` shows it."""
+    public = MessagePublic.of(message, conversation_public_id=conversation.public_id, agent_name=agent_name)
+    return public.model_dump(mode="json")
+
+
+def store_message(
+    session: Session,
+    broker: EventBroker,
+    conversation: Conversation,
+    message: Message,
+    *,
+    agent_name: str | None = None,
+    alongside: Callable[[Message], object] | None = None,
+) -> Message:
+    """Commit ``message`` with whatever the session already holds, then publish it. ``alongside`` adds rows that
+    must commit with it and need its id (an audit event naming the message)."""
+    if alongside is None:
+        autocommit_step(session)  # one INSERT on PostgreSQL when nothing else is pending
+        session.add(message)
+    else:
+        session.add(message)
+        session.flush()
+        alongside(message)
+    session.commit()  # the id is assigned on flush; nothing expires, so no new transaction starts here
+    broker.publish(
+        message.conversation_id, "message.created", message_event(message, conversation, agent_name=agent_name)
+    )
+    return message

@@ -1,0 +1,73 @@
+"""Replies written from looked-up facts, for a chat model too small to copy them (the embedded demo model).
+
+SmolLM2-135M, given an order's JSON, answers with made-up timestamps as tracking numbers. When the chat model is the
+embedded one and the turn's prefetched lookups (``app.turns.preparation``) all succeeded, the reply is composed here
+from the tool results instead: the order's status and every shipment's carrier, tracking number, status and date, or the
+help article's title and opening. Real models phrase the same tool results themselves.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+HELP_EXCERPT_SENTENCES = 3
+SHIPMENT_STATES = {
+    "label_created": "label created, not picked up yet",
+    "in_transit": "in transit",
+    "out_for_delivery": "out for delivery today",
+    "delivered": "delivered",
+    "exception": "held up by the carrier",
+}
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def _shipment_line(shipment: Mapping[str, Any]) -> str:
+    state = SHIPMENT_STATES.get(str(shipment.get("status")), str(shipment.get("status")))
+    eta = shipment.get("eta")
+    when = ""
+    if eta:
+        when = f", delivered on {eta}" if shipment.get("status") == "delivered" else f", expected {eta}"
+    return f"- {shipment.get('carrier')} tracking number **{shipment.get('tracking_number')}** ({state}{when})"
+
+
+def order_reply(order: Mapping[str, Any]) -> str:
+    """What ``get_order``'s payload says about the order's progress, in a few lines of Markdown."""
+    lines = [f"Your order {order.get('order_number')} is **{order.get('status')}**."]
+    shipments = [s for s in order.get("shipments") or () if isinstance(s, Mapping)]
+    if shipments:
+        lines += [_shipment_line(shipment) for shipment in shipments]
+    elif order.get("status") in ("pending", "processing"):
+        lines.append("It has not shipped yet, so there is no tracking number yet.")
+    refundable = order.get("refundable_amount")
+    if refundable:
+        lines.append(f"Amount that can still be refunded: {refundable}.")
+    return "\n".join(lines)
+
+
+def help_reply(search: Mapping[str, Any]) -> str | None:
+    """The best help article's title and its first sentences; None when the search found nothing."""
+    results = [r for r in search.get("results") or () if isinstance(r, Mapping)]
+    if not results:
+        return None
+    article = results[0]
+    sentences = _SENTENCE_END.split(" ".join(str(article.get("body", "")).split()))
+    excerpt = " ".join(sentences[:HELP_EXCERPT_SENTENCES])
+    return f"From our help centre, **{article.get('title')}**: {excerpt}"
+
+
+def reply_from_lookups(lookups: Sequence[tuple[str, Mapping[str, Any]]]) -> str | None:
+    """A reply from (tool name, payload) pairs of ``get_order`` and ``search_help_articles``; None when any lookup
+    failed or is of another tool (the model then answers)."""
+    parts: list[str] = []
+    for tool, payload in lookups:
+        if "error" in payload:
+            return None
+        if tool == "get_order":
+            parts.append(order_reply(payload))
+        elif tool == "search_help_articles" and (text := help_reply(payload)) is not None:
+            parts.append(text)
+        else:
+            return None
+    return "\n\n".join(parts) or None

@@ -1,0 +1,126 @@
+"""Administration API: a customer's data export and erasure. Guarded by ``MEMDESK_ADMIN_TOKEN`` (bearer); without
+that setting the routes answer 403 and say how to enable them.
+
+A customer is named by their public id (``cus_…``) or the shop's own customer id. Erasure also drops what this
+server holds in memory about the customer: the event history of their conversations (and any open stream), their
+conversations' context engines and their rate-limit window.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import anyio
+from fastapi import APIRouter, Depends, HTTPException, Path, status
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel, Field
+from sqlmodel import Session
+
+from app.identity import secure_equals
+from app.privacy import CustomerNotFoundError, Erasure, erase_customer, export_customer, find_customer
+from app.ratelimit import customer_rate_key
+from app.services import Services
+from app.web.deps import ServicesDep
+from app.web.errors import error_responses
+from app.web.input import StrictJSONRoute
+from memory.store import MemoryStoreBusyError
+
+admin_bearer = HTTPBearer(scheme_name="AdminToken", description="The value of MEMDESK_ADMIN_TOKEN", auto_error=False)
+router = APIRouter(
+    prefix="/api/admin",
+    tags=["admin"],
+    route_class=StrictJSONRoute,
+    responses=error_responses(401, 403, 404, 503),
+)
+MEMORY_BUSY_RETRY_AFTER_S = 5
+CustomerRef = Annotated[
+    str, Path(min_length=1, max_length=128, description="The customer's public id, or the shop's customer id")
+]
+
+
+def require_admin(
+    services: ServicesDep,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(admin_bearer)],
+) -> Services:
+    token = services.settings.admin_token
+    if token is None:
+        raise HTTPException(status.HTTP_403_FORBIDDEN, detail="The admin API is disabled; set MEMDESK_ADMIN_TOKEN.")
+    given = credentials.credentials if credentials is not None else ""
+    if not given or not secure_equals(given, token.get_secret_value()):
+        raise HTTPException(
+            status.HTTP_401_UNAUTHORIZED,
+            detail="A valid admin bearer token is required.",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    return services
+
+
+AdminDep = Annotated[Services, Depends(require_admin)]
+
+
+class CustomerExport(BaseModel):
+    """Everything memdesk holds about one customer, each table's rows as JSON objects."""
+
+    customer: dict[str, Any]
+    conversations: list[dict[str, Any]]
+    messages: list[dict[str, Any]]
+    context_segments: list[dict[str, Any]]
+    compactions: list[dict[str, Any]]
+    conclusions: list[dict[str, Any]]
+    orders: list[dict[str, Any]]
+    order_items: list[dict[str, Any]]
+    shipments: list[dict[str, Any]]
+    refunds: list[dict[str, Any]]
+    audit_events: list[dict[str, Any]]
+    memories: list[dict[str, Any]]
+
+
+class CustomerErased(BaseModel):
+    erased: dict[str, int] = Field(description="How many rows (per table) and memories were deleted")
+
+
+def _memory_busy(error: MemoryStoreBusyError) -> HTTPException:
+    # Memories go first in an erasure, so nothing was deleted yet: trying again later is safe.
+    return HTTPException(
+        status.HTTP_503_SERVICE_UNAVAILABLE,
+        detail=f"Long-term memory is busy ({error}); nothing was changed. Try again shortly.",
+        headers={"Retry-After": str(MEMORY_BUSY_RETRY_AFTER_S)},
+    )
+
+
+def _memory(services: Services) -> Any:
+    return services.memory.store if services.memory is not None else None
+
+
+@router.get("/customers/{customer_id}/export", response_model=CustomerExport)
+async def export(customer_id: CustomerRef, services: AdminDep) -> dict[str, Any]:
+    def run() -> dict[str, Any]:
+        with Session(services.db) as session:
+            return export_customer(session, _memory(services), find_customer(session, customer_id))
+
+    try:
+        return await anyio.to_thread.run_sync(run)
+    except CustomerNotFoundError as error:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, detail=str(error)) from error
+    except MemoryStoreBusyError as error:
+        raise _memory_busy(error) from error
+
+
+@router.delete("/customers/{customer_id}", response_model=CustomerErased)
+async def erase(customer_id: CustomerRef, services: AdminDep) -> CustomerErased:
+    def run() -> tuple[str, Erasure]:
+        with Session(services.db) as session:
+            customer = find_customer(session, customer_id)
+            public_id = customer.public_id
+            return public_id, erase_customer(session, _memory(services), customer, actor="admin-api")
+
+    try:
+        public_id, erasure = await anyio.to_thread.run_sync(run)
+    except CustomerNotFoundError as error:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, detail=str(error)) from error
+    except MemoryStoreBusyError as error:
+        raise _memory_busy(error) from error
+    services.broker.forget(erasure.conversation_ids)
+    services.turns.forget_conversations(erasure.conversation_ids)
+    services.message_limiter.forget(customer_rate_key(public_id))
+    return CustomerErased(erased=erasure.counts)

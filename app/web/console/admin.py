@@ -1,0 +1,141 @@
+"""Administrators' pages: staff accounts, and a customer's export and erasure.
+
+Staff changes call the same functions as ``memdesk staff …`` (``app.console.staff``). Erasure removes every row
+and memory of the customer (``app.privacy``) and then what the running server holds about their conversations
+(live event history and streams, context engines, the rate-limit window), exactly as the admin API does.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import anyio
+from fastapi import APIRouter, Form, Path, Request, status
+from fastapi.responses import HTMLResponse, Response
+from sqlmodel import Session
+
+from app.console import staff as staff_accounts
+from app.privacy import CustomerNotFoundError, Erasure, erase_customer, export_customer, find_customer
+from app.ratelimit import customer_rate_key
+from app.services import Services
+from app.web.console.common import ConsoleError, after_action, page
+from app.web.deps import PrivacyOfficerDep, ServicesDep, StaffManagerDep
+from memory.store import MemoryStoreBusyError
+
+router = APIRouter(prefix="/console", include_in_schema=False)
+
+MAX_FIELD_CHARS = 400
+Field = Annotated[str, Form(max_length=MAX_FIELD_CHARS)]
+CustomerRef = Annotated[str, Path(max_length=64)]
+PRIVACY_TIMEOUT_S = 60.0
+
+
+def _staff_page(request: Request, services: Services, staff: Any, message: str | None = None) -> HTMLResponse:
+    with Session(services.db, expire_on_commit=False) as session:
+        members = staff_accounts.list_staff(session)
+    return page(request, "staff.html", staff=staff, members=members, message=message)
+
+
+@router.get("/staff", response_class=HTMLResponse)
+async def staff_page(request: Request, services: ServicesDep, staff: StaffManagerDep) -> Any:
+    return await anyio.to_thread.run_sync(_staff_page, request, services, staff)
+
+
+async def _staff_change(request: Request, services: Services, staff: Any, change: Any) -> Response:
+    def run() -> None:
+        with Session(services.db) as session:
+            change(session)
+
+    try:
+        await anyio.to_thread.run_sync(run)
+    except staff_accounts.StaffError as error:
+        raise ConsoleError(status.HTTP_422_UNPROCESSABLE_CONTENT, str(error)) from error
+    return after_action(request, "/console/staff")
+
+
+@router.post("/staff")
+async def add_staff(
+    request: Request,
+    services: ServicesDep,
+    staff: StaffManagerDep,
+    email: Field = "",
+    name: Field = "",
+    role: Field = "agent",
+    password: Field = "",
+) -> Response:
+    def change(session: Session) -> None:
+        staff_accounts.add_staff(session, email=email, name=name, role=role, password=password, actor=staff.actor)
+
+    return await _staff_change(request, services, staff, change)
+
+
+@router.post("/staff/{email}/active")
+async def set_active(
+    request: Request, email: Annotated[str, Path(max_length=320)], services: ServicesDep, staff: StaffManagerDep,
+    active: Field = "",
+) -> Response:  # fmt: skip
+    def change(session: Session) -> None:
+        staff_accounts.set_active(session, email, active=active == "1", actor=staff.actor)
+
+    return await _staff_change(request, services, staff, change)
+
+
+@router.post("/staff/{email}/password")
+async def set_password(
+    request: Request, email: Annotated[str, Path(max_length=320)], services: ServicesDep, staff: StaffManagerDep,
+    password: Field = "",
+) -> Response:  # fmt: skip
+    def change(session: Session) -> None:
+        staff_accounts.set_password(session, email, password, actor=staff.actor)
+
+    return await _staff_change(request, services, staff, change)
+
+
+def _memory(services: Services) -> Any:
+    return services.memory.store if services.memory is not None else None
+
+
+@router.post("/customers/{ref}/export")
+async def export(ref: CustomerRef, services: ServicesDep, staff: PrivacyOfficerDep) -> Response:
+    """Everything memdesk holds about the customer, as a JSON download."""
+
+    def run() -> dict[str, Any]:
+        with Session(services.db) as session:
+            exported = export_customer(session, _memory(services), find_customer(session, ref))
+            session.commit()
+            return exported
+
+    try:
+        data = await anyio.to_thread.run_sync(run)
+    except CustomerNotFoundError as error:
+        raise ConsoleError(status.HTTP_404_NOT_FOUND, str(error)) from error
+    except MemoryStoreBusyError as error:
+        raise ConsoleError(status.HTTP_503_SERVICE_UNAVAILABLE, f"Long-term memory is busy ({error}).") from error
+    headers = {"Content-Disposition": f'attachment; filename="memdesk-customer-{ref}.json"'}
+    return Response(json.dumps(data, indent=2), media_type="application/json", headers=headers)
+
+
+@router.post("/customers/{ref}/erase")
+async def erase(request: Request, ref: CustomerRef, services: ServicesDep, staff: PrivacyOfficerDep) -> Response:
+    """Erase the customer: rows and memories first, then the running server's state about them."""
+
+    def run() -> tuple[str, Erasure]:
+        with Session(services.db) as session:
+            customer = find_customer(session, ref)
+            return customer.public_id, erase_customer(session, _memory(services), customer, actor=staff.actor)
+
+    try:
+        public_id, erasure = await anyio.to_thread.run_sync(run)
+    except CustomerNotFoundError as error:
+        raise ConsoleError(status.HTTP_404_NOT_FOUND, str(error)) from error
+    except MemoryStoreBusyError as error:
+        raise ConsoleError(
+            status.HTTP_503_SERVICE_UNAVAILABLE, f"Nothing was erased: memory is busy ({error})."
+        ) from error
+    services.broker.forget(erasure.conversation_ids)
+    services.turns.forget_conversations(erasure.conversation_ids)
+    services.message_limiter.forget(customer_rate_key(public_id))
+    response = after_action(request, "/console")
+    response.headers["HX-Redirect"] = "/console"
+    return response

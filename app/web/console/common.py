@@ -1,0 +1,138 @@
+"""What every console route shares: HTML responses, the console's error pages, and its security headers.
+
+Console routes are server-rendered pages and htmx fragments. A request from htmx (``HX-Request``) gets a fragment;
+a plain browser request (a form posted without JavaScript) gets a redirect back to the page (303) or a whole page.
+Errors are ``ConsoleError``: rendered as a short message that htmx shows in the page's notice area, or as an
+error page. None of these routes is part of the public API document.
+
+``ConsoleSecurityHeaders`` adds to every ``/console`` response a strict Content-Security-Policy (scripts, styles
+and connections from this origin only, no framing, forms posting only here), ``nosniff``, no referrer outside the
+origin, and ``no-store`` so that a signed-out browser's back button shows no staff page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from fastapi import FastAPI, HTTPException, Request, status
+from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+from starlette.datastructures import MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.console.rendering import render
+from app.live.broker import Event, Subscription, SubscriptionClosed
+
+CONSOLE_PREFIX = "/console"
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+        "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "same-origin",
+    "Cross-Origin-Opener-Policy": "same-origin",
+}
+NO_STORE = "no-store"
+
+
+class ConsoleError(HTTPException):
+    """An error a staff member sees as a sentence (htmx shows it in the notice area)."""
+
+    def __init__(self, status_code: int, message: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(status_code=status_code, detail=message, headers=headers)
+
+
+def is_htmx(request: Request) -> bool:
+    return request.headers.get("HX-Request") == "true"
+
+
+def page(request: Request, template: str, status_code: int = status.HTTP_200_OK, **context: Any) -> HTMLResponse:
+    return HTMLResponse(render(template, request=request, **context), status_code=status_code)
+
+
+def after_action(request: Request, url: str, template: str | None = None, **context: Any) -> Response:
+    """The answer to a form: the refreshed fragment for htmx, else a redirect to ``url``."""
+    if is_htmx(request) and template is not None:
+        return page(request, template, **context)
+    if is_htmx(request):
+        return Response(status_code=status.HTTP_204_NO_CONTENT)
+    return RedirectResponse(url, status_code=status.HTTP_303_SEE_OTHER)
+
+
+async def _console_error(request: Request, error: Exception) -> Response:
+    assert isinstance(error, ConsoleError)
+    template = "_flash.html" if is_htmx(request) else "error.html"
+    response = page(request, template, status_code=error.status_code, message=error.detail, kind="error")
+    for name, value in (error.headers or {}).items():
+        response.headers[name] = value
+    return response
+
+
+class ConsoleSecurityHeaders:
+    """ASGI middleware: the headers above on every response under ``/console``."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not str(scope.get("path", "")).startswith(CONSOLE_PREFIX):
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in SECURITY_HEADERS.items():
+                    headers[name] = value
+                if "cache-control" not in headers:
+                    headers["Cache-Control"] = NO_STORE
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def install(app: FastAPI) -> None:
+    """The console's error pages and security headers (the routers are included by the application factory)."""
+    app.add_exception_handler(ConsoleError, _console_error)
+    app.add_middleware(ConsoleSecurityHeaders)
+
+
+STREAM_HEARTBEAT_S = 15.0
+STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+def sse_frame(event: Event, name: str, data: str = "{}") -> str:
+    """One server-sent event; multi-line data (an HTML fragment) is sent as several ``data:`` lines."""
+    lines = "".join(f"data: {line}\n" for line in data.splitlines() or [""])
+    return f"id: {event.id}\nevent: {name}\n{lines}\n"
+
+
+def event_stream(
+    request: Request,
+    subscription: Subscription,
+    frame: Callable[[Event], Awaitable[str | None]],
+    still_signed_in: Callable[[], Awaitable[bool]],
+) -> StreamingResponse:
+    """A server-sent-event response over a broker subscription; between events it checks, once per heartbeat,
+    that the staff member is still signed in, and ends when they are not."""
+
+    async def stream() -> AsyncIterator[str]:
+        with subscription:
+            yield "retry: 2000\n\n"
+            while not await request.is_disconnected():
+                try:
+                    event = await subscription.next(STREAM_HEARTBEAT_S)
+                except SubscriptionClosed:
+                    return
+                if event is None:
+                    if not await still_signed_in():
+                        return
+                    yield ": keep-alive\n\n"
+                    continue
+                text = await frame(event)
+                if text is not None:
+                    yield text
+
+    return StreamingResponse(stream(), media_type="text/event-stream", headers=STREAM_HEADERS)

@@ -1,0 +1,244 @@
+"""One conversation in the console: the page, its live stream, and what staff do to it.
+
+The page renders the transcript once; its stream (``/events``, resuming after the page's own event position) then
+sends each new message as a rendered entry, an updated tool line when a tool result arrives, ``state`` when the
+status or assignment changes (the header reloads) and ``compaction`` when the bot compacted (the transcript
+reloads). Two people on one conversation therefore see each other's actions as they happen.
+
+Actions answer htmx with the refreshed header (state changes) or a cleared composer (messages); without htmx they
+redirect back to the page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import anyio
+from fastapi import APIRouter, Form, Header, Path, Query, Request, status
+from fastapi.responses import HTMLResponse, Response, StreamingResponse
+from sqlmodel import Session
+
+from app.console import actions
+from app.console.audit import record_audit_event
+from app.console.handoff import handoff_view, write_handoff_summary
+from app.console.permissions import Staff
+from app.console.rendering import render
+from app.console.transcript import load_transcript
+from app.console.view import live_entry, load_page, load_state
+from app.live.broker import Event
+from app.models import Conversation
+from app.services import Services
+from app.web.console.common import ConsoleError, after_action, event_stream, page, sse_frame
+from app.web.console.inbox import signed_in_check
+from app.web.deps import ServicesDep, WorkerDep
+from app.web.input import MAX_DATABASE_INT
+
+router = APIRouter(prefix="/console/conversations", include_in_schema=False)
+
+MAX_PUBLIC_ID_CHARS = 64
+MAX_TEXT_CHARS = 20_000
+ConversationRef = Annotated[str, Path(max_length=MAX_PUBLIC_ID_CHARS)]
+TextField = Annotated[str, Form(max_length=MAX_TEXT_CHARS)]
+BeforeQuery = Annotated[int | None, Query(ge=1, le=MAX_DATABASE_INT, description="Page back from this message")]
+STATE_EVENTS = frozenset({"conversation.status", "conversation.assigned"})
+
+
+def _url(ref: str) -> str:
+    return f"/console/conversations/{ref}"
+
+
+def _conversation(session: Session, ref: str) -> Conversation:
+    try:
+        return actions.find_conversation(session, ref)
+    except actions.ActionError as error:
+        raise ConsoleError(error.status_code, str(error)) from error
+
+
+@router.get("/{ref}", response_class=HTMLResponse)
+async def conversation_page(
+    request: Request, ref: ConversationRef, services: ServicesDep, staff: WorkerDep, before: BeforeQuery = None
+) -> Any:
+    """The conversation with its latest page of messages, or (``before``: the "Show earlier messages" link
+    without JavaScript) from the page before that message through the latest."""
+
+    def load() -> Any:
+        with Session(services.db, expire_on_commit=False) as session:
+            conversation = _conversation(session, ref)
+            assert conversation.id is not None
+            return load_page(session, conversation, staff_id=staff.id, before_id=before)
+
+    key = await anyio.to_thread.run_sync(_key, services, ref)
+    position = services.broker.position(key)  # before loading: a message stored meanwhile comes again, not never
+    view = await anyio.to_thread.run_sync(load)
+    return page(request, "conversation.html", staff=staff, view=view, position=position)
+
+
+def _key(services: Services, ref: str) -> int:
+    with Session(services.db) as session:
+        key = _conversation(session, ref).id
+        session.commit()
+    assert key is not None
+    return key
+
+
+def _state_fragment(request: Request, services: Services, staff: Staff, ref: str) -> HTMLResponse:
+    with Session(services.db, expire_on_commit=False) as session:
+        state = load_state(session, _conversation(session, ref))
+        handoff = handoff_view(session, state.conversation.id or 0)
+        session.commit()
+    return page(request, "_state.html", staff=staff, state=state, handoff=handoff)
+
+
+@router.get("/{ref}/state", response_class=HTMLResponse)
+def conversation_state(request: Request, ref: ConversationRef, services: ServicesDep, staff: WorkerDep) -> Any:
+    return _state_fragment(request, services, staff, ref)
+
+
+@router.get("/{ref}/transcript", response_class=HTMLResponse)
+def conversation_transcript(
+    request: Request, ref: ConversationRef, services: ServicesDep, staff: WorkerDep, before: BeforeQuery = None
+) -> Any:
+    """The latest page of the transcript (reloaded after a compaction), or with ``before`` only the page before
+    that message (htmx puts it above, in place of the "Show earlier messages" control)."""
+    with Session(services.db, expire_on_commit=False) as session:
+        conversation = _conversation(session, ref)
+        transcript = load_transcript(session, conversation.id or 0, before_id=before, through_latest=before is None)
+        session.commit()
+    fragment = "_transcript.html" if before is None else "_transcript_page.html"
+    return page(request, fragment, staff=staff, transcript=transcript, ref=ref)
+
+
+@router.get("/{ref}/events", response_class=StreamingResponse)
+async def conversation_events(
+    request: Request,
+    ref: ConversationRef,
+    services: ServicesDep,
+    staff: WorkerDep,
+    last_event_id: Annotated[str | None, Header(max_length=64)] = None,
+    since: Annotated[str | None, Query(max_length=64)] = None,
+) -> StreamingResponse:
+    key = await anyio.to_thread.run_sync(_key, services, ref)
+
+    async def frame(event: Event) -> str | None:
+        if event.type == "message.created" and isinstance(event.data.get("id"), int):
+            html = await anyio.to_thread.run_sync(_rendered_entry, services, staff, key, event.data["id"])
+            return sse_frame(event, "transcript", html) if html else None
+        if event.type in STATE_EVENTS:
+            return sse_frame(event, "state")
+        if event.type in ("context.compacted", "resync"):
+            return sse_frame(event, "compaction")
+        return None
+
+    subscription = services.broker.subscribe(key, last_event_id or since)
+    return event_stream(request, subscription, frame, signed_in_check(request, services))
+
+
+def _rendered_entry(services: Services, staff: Staff, conversation_id: int, message_id: int) -> str | None:
+    with Session(services.db) as session:
+        entry = live_entry(session, conversation_id, message_id)
+        session.commit()
+    if entry is None:
+        return None
+    if entry.tool_line is not None:
+        return render("_tool_line.html", line=entry.tool_line, oob=True)
+    return render("_entry.html", message=entry.message, staff=staff)
+
+
+async def _act(request: Request, services: Services, staff: Staff, ref: str, action: Callable[..., Any]) -> Response:
+    """Run a state change on the event loop (it publishes live events), then answer with the refreshed header."""
+    with Session(services.db, expire_on_commit=False) as session:
+        conversation = _conversation(session, ref)
+        try:
+            action(session, conversation)
+        except actions.ActionError as error:
+            session.rollback()
+            raise ConsoleError(error.status_code, str(error)) from error
+    if request.headers.get("HX-Request") == "true":
+        return await anyio.to_thread.run_sync(_state_fragment, request, services, staff, ref)
+    return after_action(request, _url(ref))
+
+
+@router.post("/{ref}/take-over")
+async def take_over(request: Request, ref: ConversationRef, services: ServicesDep, staff: WorkerDep) -> Response:
+    return await _act(request, services, staff, ref, lambda s, c: actions.take_over(s, services.broker, staff, c))
+
+
+@router.post("/{ref}/hand-back")
+async def hand_back(request: Request, ref: ConversationRef, services: ServicesDep, staff: WorkerDep) -> Response:
+    def run(session: Session, conversation: Conversation) -> None:
+        actions.hand_back(session, services.broker, services.turns, staff, conversation)
+
+    return await _act(request, services, staff, ref, run)
+
+
+@router.post("/{ref}/close")
+async def close(request: Request, ref: ConversationRef, services: ServicesDep, staff: WorkerDep) -> Response:
+    return await _act(request, services, staff, ref, lambda s, c: actions.close(s, services.broker, staff, c))
+
+
+@router.post("/{ref}/reopen")
+async def reopen(request: Request, ref: ConversationRef, services: ServicesDep, staff: WorkerDep) -> Response:
+    return await _act(request, services, staff, ref, lambda s, c: actions.reopen(s, services.broker, staff, c))
+
+
+@router.post("/{ref}/assign")
+async def assign(
+    request: Request,
+    ref: ConversationRef,
+    services: ServicesDep,
+    staff: WorkerDep,
+    agent_id: Annotated[str, Form(max_length=20)] = "",
+) -> Response:
+    chosen = int(agent_id) if agent_id.isdigit() else None
+    if agent_id and chosen is None:
+        raise ConsoleError(status.HTTP_422_UNPROCESSABLE_CONTENT, "Choose a staff member from the list.")
+    return await _act(request, services, staff, ref, lambda s, c: actions.assign(s, services.broker, staff, c, chosen))
+
+
+async def _write(request: Request, services: Services, staff: Staff, ref: str, action: Callable[..., Any]) -> Response:
+    with Session(services.db, expire_on_commit=False) as session:
+        conversation = _conversation(session, ref)
+        try:
+            action(session, conversation)
+        except actions.ActionError as error:
+            session.rollback()
+            raise ConsoleError(error.status_code, str(error)) from error
+    return after_action(request, _url(ref), "_composer.html", staff=staff, ref=ref)
+
+
+@router.post("/{ref}/reply")
+async def reply(
+    request: Request, ref: ConversationRef, services: ServicesDep, staff: WorkerDep, text: TextField = ""
+) -> Response:
+    return await _write(request, services, staff, ref, lambda s, c: actions.reply(s, services.broker, staff, c, text))
+
+
+@router.post("/{ref}/note")
+async def note(
+    request: Request, ref: ConversationRef, services: ServicesDep, staff: WorkerDep, text: TextField = ""
+) -> Response:
+    return await _write(
+        request, services, staff, ref, lambda s, c: actions.add_note(s, services.broker, staff, c, text)
+    )
+
+
+@router.post("/{ref}/handoff-summary", response_class=HTMLResponse)
+async def summarize(request: Request, ref: ConversationRef, services: ServicesDep, staff: WorkerDep) -> Any:
+    """Write the handoff summary now, with the summary model (a few seconds; the page shows a spinner)."""
+    key = await anyio.to_thread.run_sync(_key, services, ref)
+
+    def write() -> None:
+        written = write_handoff_summary(
+            services.db, services.gateway, services.settings, conversation_id=key, requested_by=staff.id
+        )
+        with Session(services.db) as session:
+            detail = {"summary_id": written.id if written else None}
+            record_audit_event(
+                session, actor=staff.actor, action="console.handoff_summary", target_type="conversation",
+                target_id=key, detail=detail,
+            )  # fmt: skip
+            session.commit()
+
+    await anyio.to_thread.run_sync(write)
+    return await anyio.to_thread.run_sync(_state_fragment, request, services, staff, ref)

@@ -1,0 +1,179 @@
+"""The customer panel beside a conversation, and supervisors' memory changes.
+
+``GET /console/customers/{id}/panel`` renders profile, orders and memories (loaded after the page, so a slow
+memory store never delays the conversation). Memory changes need the supervisor role; each answers with the
+refreshed memory list.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Annotated, Any
+
+import anyio
+from fastapi import APIRouter, Form, Path, Request, status
+from fastapi.responses import HTMLResponse
+from sqlmodel import Session, select
+
+from app.console import memories
+from app.console.customer import CustomerProfile, load_memories, load_orders, load_profile
+from app.console.permissions import Permission, Staff
+from app.models import Customer
+from app.services import Services
+from app.web.console.common import ConsoleError, page
+from app.web.deps import MemoryEditorDep, ServicesDep, WorkerDep
+from memory.conclusions import ConclusionKind
+from memory.store import CustomerMemoryError, MemoryNotFoundError
+
+router = APIRouter(prefix="/console/customers", include_in_schema=False)
+
+MAX_ID_CHARS = 64
+CustomerRef = Annotated[str, Path(max_length=MAX_ID_CHARS)]
+MemoryRef = Annotated[str, Path(max_length=MAX_ID_CHARS)]
+TextField = Annotated[str, Form(max_length=memories.MAX_MEMORY_CHARS * 2)]
+DateField = Annotated[str, Form(max_length=10)]
+
+
+def _profile(services: Services, ref: str) -> CustomerProfile:
+    with Session(services.db) as session:
+        customer = session.exec(select(Customer).where(Customer.public_id == ref)).first()
+        if customer is None or customer.id is None:
+            session.rollback()
+            raise ConsoleError(status.HTTP_404_NOT_FOUND, "No such customer; they may have been erased.")
+        profile = load_profile(session, customer.id)
+        session.commit()
+    return profile
+
+
+def _date(value: str, label: str) -> date | None:
+    if not value:
+        return None
+    try:
+        return date.fromisoformat(value)
+    except ValueError as error:
+        raise ConsoleError(
+            status.HTTP_422_UNPROCESSABLE_CONTENT, f"The {label} must be a date like 2026-12-24."
+        ) from error
+
+
+async def _memories_fragment(request: Request, services: Services, staff: Staff, profile: CustomerProfile) -> Any:
+    listed = await load_memories(services, profile.id)
+    return page(
+        request,
+        "_memories.html",
+        staff=staff,
+        profile=profile,
+        memories=listed,
+        can_edit=staff.can(Permission.EDIT_MEMORIES),
+        kinds=[kind.value for kind in ConclusionKind],
+    )
+
+
+@router.get("/{ref}/panel", response_class=HTMLResponse)
+async def panel(request: Request, ref: CustomerRef, services: ServicesDep, staff: WorkerDep) -> Any:
+    profile = await anyio.to_thread.run_sync(_profile, services, ref)
+    orders = await load_orders(services, profile, staff.actor)
+    listed = await load_memories(services, profile.id)
+    return page(
+        request,
+        "_customer_panel.html",
+        staff=staff,
+        profile=profile,
+        orders=orders,
+        memories=listed,
+        can_edit=staff.can(Permission.EDIT_MEMORIES),
+        kinds=[kind.value for kind in ConclusionKind],
+    )
+
+
+async def _changed(request: Request, services: Services, staff: Staff, profile: CustomerProfile, change: Any) -> Any:
+    try:
+        await change
+    except memories.MemoryUnavailable as error:
+        raise ConsoleError(status.HTTP_503_SERVICE_UNAVAILABLE, str(error)) from error
+    except MemoryNotFoundError as error:
+        raise ConsoleError(status.HTTP_404_NOT_FOUND, "No such memory for this customer.") from error
+    except (ValueError, CustomerMemoryError) as error:
+        raise ConsoleError(status.HTTP_422_UNPROCESSABLE_CONTENT, str(error)) from error
+    return await _memories_fragment(request, services, staff, profile)
+
+
+def _dates(kind: str, text: str, due: str, expires: str) -> memories.MemoryDates:
+    return memories.derive_dates(
+        kind,
+        text,
+        due_field=_date(due, "due date"),
+        expiry_field=_date(expires, "expiry date"),
+        today=date.today(),
+    )
+
+
+@router.post("/{ref}/memories", response_class=HTMLResponse)
+async def add_memory(
+    request: Request,
+    ref: CustomerRef,
+    services: ServicesDep,
+    staff: MemoryEditorDep,
+    text: TextField = "",
+    kind: Annotated[str, Form(max_length=20)] = "fact",
+    due_date: DateField = "",
+    expires_on: DateField = "",
+) -> Any:
+    if kind not in {k.value for k in ConclusionKind}:
+        raise ConsoleError(status.HTTP_422_UNPROCESSABLE_CONTENT, "Choose a kind from the list.")
+    profile = await anyio.to_thread.run_sync(_profile, services, ref)
+    dates = _dates(kind, text, due_date, expires_on)
+    change = memories.add_memory(services, staff, profile.id, kind=kind, text=text, dates=dates)
+    return await _changed(request, services, staff, profile, change)
+
+
+@router.post("/{ref}/memories/{memory_id}/edit", response_class=HTMLResponse)
+async def edit_memory(
+    request: Request,
+    ref: CustomerRef,
+    memory_id: MemoryRef,
+    services: ServicesDep,
+    staff: MemoryEditorDep,
+    text: TextField = "",
+    kind: Annotated[str, Form(max_length=20)] = "",
+    due_date: DateField = "",
+    expires_on: DateField = "",
+) -> Any:
+    profile = await anyio.to_thread.run_sync(_profile, services, ref)
+    dates = _dates(kind, text, due_date, expires_on)
+    change = memories.edit_memory(services, staff, profile.id, memory_id, text=text, dates=dates)
+    return await _changed(request, services, staff, profile, change)
+
+
+@router.post("/{ref}/memories/{memory_id}/lock", response_class=HTMLResponse)
+async def lock_memory(
+    request: Request, ref: CustomerRef, memory_id: MemoryRef, services: ServicesDep, staff: MemoryEditorDep
+) -> Any:
+    profile = await anyio.to_thread.run_sync(_profile, services, ref)
+    return await _changed(
+        request, services, staff, profile, memories.lock_memory(services, staff, profile.id, memory_id)
+    )
+
+
+@router.post("/{ref}/memories/{memory_id}/delete", response_class=HTMLResponse)
+async def delete_memory(
+    request: Request, ref: CustomerRef, memory_id: MemoryRef, services: ServicesDep, staff: MemoryEditorDep
+) -> Any:
+    profile = await anyio.to_thread.run_sync(_profile, services, ref)
+    return await _changed(
+        request, services, staff, profile, memories.delete_memory(services, staff, profile.id, memory_id)
+    )
+
+
+@router.get("/{ref}/memories/{memory_id}/history", response_class=HTMLResponse)
+async def memory_history(
+    request: Request, ref: CustomerRef, memory_id: MemoryRef, services: ServicesDep, staff: WorkerDep
+) -> Any:
+    profile = await anyio.to_thread.run_sync(_profile, services, ref)
+    try:
+        rows = await memories.memory_history(services, profile.id, memory_id)
+    except memories.MemoryUnavailable as error:
+        raise ConsoleError(status.HTTP_503_SERVICE_UNAVAILABLE, str(error)) from error
+    except MemoryNotFoundError as error:
+        raise ConsoleError(status.HTTP_404_NOT_FOUND, "No such memory for this customer.") from error
+    return page(request, "_memory_history.html", rows=rows, memory_id=memory_id)

@@ -1,0 +1,60 @@
+"""The dashboard (``/console/overview``), with the latest nightly sync run, and the supervisors' retry of failed
+outbox rows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, Response
+from sqlmodel import Session
+
+from app.console.audit import record_audit_event
+from app.console.overview import load_overview, retry_failed
+from app.console.permissions import Permission
+from app.sync.runner import latest_sync_run
+from app.web.console.common import after_action, page
+from app.web.deps import OutboxRetrierDep, ServicesDep, WorkerDep
+
+router = APIRouter(prefix="/console", include_in_schema=False)
+
+
+@router.get("/overview", response_class=HTMLResponse)
+async def overview(request: Request, services: ServicesDep, staff: WorkerDep) -> Any:
+    with_usage = staff.can(Permission.VIEW_USAGE)
+
+    def load() -> Any:
+        with Session(services.db) as session:
+            return load_overview(session, services.gateway, with_usage=with_usage)
+
+    figures = await anyio.to_thread.run_sync(load)
+    sync_run = await anyio.to_thread.run_sync(latest_sync_run, services.db)
+    live = services.gateway.ledger.by_purpose() if with_usage else []
+    return page(
+        request,
+        "overview.html",
+        staff=staff,
+        overview=figures,
+        live_usage=live,
+        with_usage=with_usage,
+        sync_run=sync_run,
+    )
+
+
+@router.post("/outbox/retry")
+async def retry_outbox(request: Request, services: ServicesDep, staff: OutboxRetrierDep) -> Response:
+    def retry() -> int:
+        with Session(services.db) as session:
+            count = retry_failed(session)
+            record_audit_event(
+                session, actor=staff.actor, action="console.outbox_retry", target_type="outbox", target_id="failed",
+                detail={"rows": count},
+            )  # fmt: skip
+            session.commit()
+            return count
+
+    await anyio.to_thread.run_sync(retry)
+    if services.memory is not None:
+        services.memory.kick()
+    return after_action(request, "/console/overview")

@@ -1,0 +1,178 @@
+"""FastAPI dependencies as ``Annotated`` aliases; handlers take only these plus path and body parameters.
+
+Console routes take one of the staff aliases at the end: ``StaffDep`` (signed in), ``ConsoleStaffDep`` (signed in,
+and the CSRF token checked on state-changing requests), or a role-checked one such as ``MemoryEditorDep``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+from urllib.parse import urlencode
+
+import anyio
+from fastapi import Depends, HTTPException, Query, Request, status
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlmodel import Session
+
+from app.console.audit import record_audit_event
+from app.console.auth import (
+    BACKGROUND_HEADER,
+    CSRF_FORM_FIELD,
+    CSRF_HEADER,
+    SESSION_COOKIE,
+    CookieSigner,
+    load_session,
+    tokens_match,
+)
+from app.console.permissions import Permission, Staff
+from app.db import get_session
+from app.identity import IdentityError, Visitor
+from app.services import Services
+from app.web.console.common import ConsoleError
+
+SessionDep = Annotated[Session, Depends(get_session)]
+
+
+def get_services(request: Request) -> Services:
+    services: Services = request.app.state.services
+    return services
+
+
+ServicesDep = Annotated[Services, Depends(get_services)]
+
+
+visitor_bearer = HTTPBearer(
+    scheme_name="VisitorToken",
+    description="The token from POST /api/widget/sessions",
+    auto_error=False,
+)
+MAX_TOKEN_CHARS = 512
+
+
+def _verified(services: Services, token: str | None) -> Visitor:
+    try:
+        return services.visitor_tokens.verify(token)
+    except IdentityError as error:
+        raise HTTPException(
+            status_code=status.HTTP_401_UNAUTHORIZED, detail=str(error), headers={"WWW-Authenticate": "Bearer"}
+        ) from error
+
+
+def current_visitor(
+    services: ServicesDep, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(visitor_bearer)]
+) -> Visitor:
+    return _verified(services, credentials.credentials if credentials is not None else None)
+
+
+def current_stream_visitor(
+    services: ServicesDep,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(visitor_bearer)],
+    token: Annotated[
+        str | None,
+        Query(max_length=MAX_TOKEN_CHARS, description="Visitor token, for EventSource (which cannot send headers)"),
+    ] = None,
+) -> Visitor:
+    """Like ``current_visitor``, also from ``?token=``: only the event stream accepts a token in its URL."""
+    return _verified(services, credentials.credentials if credentials is not None else token)
+
+
+VisitorDep = Annotated[Visitor, Depends(current_visitor)]
+StreamVisitorDep = Annotated[Visitor, Depends(current_stream_visitor)]
+
+
+# --- the staff console -------------------------------------------------------------------------------------------
+UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+FORM_CONTENT_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+LOGIN_PATH = "/console/login"
+
+
+def console_signer(services: ServicesDep) -> CookieSigner:
+    return CookieSigner(services.settings.secret_key.get_secret_value())
+
+
+def _sign_in_again(request: Request) -> ConsoleError:
+    """Back to the sign-in page: htmx follows ``HX-Redirect``; a page load follows the redirect itself."""
+    if request.headers.get("HX-Request") == "true":
+        target = f"{LOGIN_PATH}?expired=1"
+        return ConsoleError(
+            status.HTTP_401_UNAUTHORIZED, "Your session has ended; sign in again.", {"HX-Redirect": target}
+        )
+    if request.method != "GET" or "text/event-stream" in request.headers.get("accept", ""):
+        return ConsoleError(status.HTTP_401_UNAUTHORIZED, "Your session has ended; sign in again.")
+    target = f"{LOGIN_PATH}?{urlencode({'next': request.url.path, 'expired': 1})}"
+    return ConsoleError(status.HTTP_303_SEE_OTHER, "Sign in to continue.", {"Location": target})
+
+
+def current_staff(request: Request, services: ServicesDep) -> Staff:
+    """The signed-in staff member; otherwise back to the sign-in page. Requests a page makes by itself to stay
+    live (``X-Console-Background``) do not extend the session."""
+    token = console_signer(services).session_token(request.cookies.get(SESSION_COOKIE))
+    staff = None
+    if token is not None:
+        background = request.headers.get(BACKGROUND_HEADER) == "1"
+        with Session(services.db, expire_on_commit=False) as session:
+            staff = load_session(session, token, services.settings, activity=not background)
+    if staff is None:
+        raise _sign_in_again(request)
+    return staff
+
+
+StaffDep = Annotated[Staff, Depends(current_staff)]
+
+
+def audit_refusal(services: Services, staff: Staff, action: str, request: Request, **detail: object) -> None:
+    with Session(services.db) as session:
+        record_audit_event(
+            session,
+            actor=staff.actor,
+            action=action,
+            target_type="path",
+            target_id=request.url.path[:64],
+            detail={"method": request.method, "path": request.url.path, **detail},
+        )
+        session.commit()
+
+
+async def checked_staff(request: Request, staff: StaffDep, services: ServicesDep) -> Staff:
+    """The staff member, after checking the CSRF token of a state-changing request (403 without a valid one)."""
+    if request.method in UNSAFE_METHODS:
+        given = request.headers.get(CSRF_HEADER)
+        if given is None and request.headers.get("content-type", "").startswith(FORM_CONTENT_TYPES):
+            value = (await request.form()).get(CSRF_FORM_FIELD)
+            given = value if isinstance(value, str) else None
+        if not tokens_match(staff.csrf_token, given):
+            await anyio.to_thread.run_sync(lambda: audit_refusal(services, staff, "console.csrf_rejected", request))
+            raise ConsoleError(
+                status.HTTP_403_FORBIDDEN,
+                "This form has expired or did not come from the console; reload the page and try again.",
+            )
+    return staff
+
+
+ConsoleStaffDep = Annotated[Staff, Depends(checked_staff)]
+
+
+def requires(permission: Permission) -> Any:
+    """A dependency: the checked staff member, if their role allows ``permission``; else 403, audited."""
+
+    async def allowed(request: Request, staff: ConsoleStaffDep, services: ServicesDep) -> Staff:
+        if not staff.can(permission):
+            detail = {"permission": permission.value, "role": staff.role.value}
+            await anyio.to_thread.run_sync(
+                lambda: audit_refusal(services, staff, "console.forbidden", request, **detail)
+            )
+            raise ConsoleError(
+                status.HTTP_403_FORBIDDEN,
+                f"Your role ({staff.role.value}) does not allow this; ask a supervisor or an administrator.",
+            )
+        return staff
+
+    return Depends(allowed)
+
+
+WorkerDep = Annotated[Staff, requires(Permission.WORK_CONVERSATIONS)]
+MemoryEditorDep = Annotated[Staff, requires(Permission.EDIT_MEMORIES)]
+UsageViewerDep = Annotated[Staff, requires(Permission.VIEW_USAGE)]
+OutboxRetrierDep = Annotated[Staff, requires(Permission.RETRY_OUTBOX)]
+StaffManagerDep = Annotated[Staff, requires(Permission.MANAGE_STAFF)]
+PrivacyOfficerDep = Annotated[Staff, requires(Permission.EXPORT_ERASE)]

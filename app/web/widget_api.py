@@ -1,0 +1,366 @@
+"""The customer API used by the chat widget: sessions, conversations, messages and live events.
+
+Every route but ``POST /sessions`` needs a visitor token, and a customer only ever reaches their own conversations:
+another customer's conversation id answers 404 exactly like a missing one. Customers and conversations are named by
+their random public ids; integer keys never leave the server.
+
+On SQLite every transaction takes the write lock when it begins (``app.db``), and a ``SessionDep`` session is closed
+only after the response, on a worker thread the event loop has to schedule. The agent's turns run their short
+database steps on the event loop itself, so a route that left its transaction open would have a turn wait for a lock
+whose release waits for the turn (until the busy timeout fails the turn). Every route here therefore ends its
+transaction before it returns, reads included.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, HTTPException, Path, Query, Request, status
+from fastapi.responses import StreamingResponse
+from prometheus_client import Gauge
+from pydantic import AfterValidator, BaseModel, Field, StrictBool
+from sqlalchemy import update
+from sqlmodel import Session, col, select
+
+from app.identity import IdentityError, Visitor, verify_shop_identity
+from app.live.broker import Event, SubscriptionClosed
+from app.models import (
+    Agent,
+    Conversation,
+    ConversationPublic,
+    ConversationStatus,
+    Customer,
+    Message,
+    MessagePublic,
+)
+from app.ratelimit import customer_rate_key
+from app.services import Services
+from app.turns.context import start_first_segment
+from app.turns.handoff_request import asks_for_person
+from app.turns.preparation import HANDOFF_NOTE_QUOTE_CHARS
+from app.web.deps import ServicesDep, SessionDep, StreamVisitorDep, VisitorDep
+from app.web.errors import error_responses
+from app.web.input import SOME_VISIBLE_TEXT, DatabaseInt, FreeText, IdentifierText, StrictJSONRoute
+
+router = APIRouter(
+    prefix="/api/widget",
+    tags=["widget"],
+    route_class=StrictJSONRoute,
+    responses=error_responses(status.HTTP_401_UNAUTHORIZED),
+)
+
+HEARTBEAT_S = 15.0
+CUSTOMER_EVENT_TYPES = frozenset({"message.created", "message.delta", "typing", "conversation.status", "resync"})
+MAX_NAME_CHARS = 200
+MAX_PUBLIC_ID_CHARS = 64
+ConversationRef = Annotated[str, Path(max_length=MAX_PUBLIC_ID_CHARS, description="The conversation's public id")]
+
+
+def _not_blank(text: str) -> str:
+    if not text.strip():
+        raise ValueError("The message is empty; type something.")
+    return text.strip()
+
+
+class SessionStart(BaseModel):
+    external_id: IdentifierText | None = Field(
+        default=None, min_length=1, max_length=128, description="The shop's id of a signed-in customer"
+    )
+    identity_hmac: IdentifierText | None = Field(
+        default=None, max_length=128, description="hex HMAC-SHA256 of external_id"
+    )
+    name: FreeText | None = Field(default=None, max_length=MAX_NAME_CHARS)
+    email: IdentifierText | None = Field(default=None, max_length=320)
+
+
+class SessionStarted(BaseModel):
+    token: str
+    customer_id: str = Field(description="The customer's public id")
+    verified: bool
+
+
+class ConversationStart(BaseModel):
+    title: FreeText = Field(default="", max_length=MAX_NAME_CHARS)
+
+
+class MessageIn(BaseModel):
+    content: Annotated[FreeText, AfterValidator(_not_blank)] = Field(
+        description="The customer's text; its longest accepted length is the server's MEMDESK_MAX_MESSAGE_CHARS (413)",
+        json_schema_extra={"pattern": SOME_VISIBLE_TEXT},
+    )
+    handoff: StrictBool = Field(
+        default=False,
+        description="The customer pressed 'Talk to a person': the conversation goes to the support team at once",
+    )
+
+
+def _customer(session: Session, visitor: Visitor) -> Customer:
+    """The visitor's customer; a token whose customer was erased is no longer anyone's."""
+    customer = session.exec(select(Customer).where(Customer.public_id == visitor.customer_public_id)).first()
+    if customer is None:
+        session.rollback()  # ends the read transaction (see the module docstring)
+        raise HTTPException(
+            status.HTTP_401_UNAUTHORIZED,
+            detail="Unknown visitor; start a new widget session.",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    return customer
+
+
+def _own_conversation(session: Session, visitor: Visitor, conversation_ref: str) -> Conversation:
+    """The conversation, if it is the visitor's; one query checks both."""
+    statement = (
+        select(Conversation)
+        .join(Customer, col(Customer.id) == col(Conversation.customer_id))
+        .where(Conversation.public_id == conversation_ref, Customer.public_id == visitor.customer_public_id)
+    )
+    conversation = session.exec(statement).first()
+    if conversation is None:
+        _customer(session, visitor)  # a revoked token is a 401 here too, so the widget starts a new session
+        session.rollback()  # ends the read transaction (see the module docstring)
+        raise HTTPException(status.HTTP_404_NOT_FOUND, detail="Conversation not found.")
+    return conversation
+
+
+@router.post(
+    "/sessions",
+    response_model=SessionStarted,
+    status_code=status.HTTP_201_CREATED,
+    openapi_extra={"security": []},
+)
+def start_session(body: SessionStart, session: SessionDep, services: ServicesDep) -> SessionStarted:
+    """A visitor token: anonymous, or linked to a shop customer whose id the shop vouched for with an HMAC."""
+    customer: Customer | None = None
+    if body.external_id is not None:
+        secret = services.settings.widget_identity_secret
+        try:
+            verify_shop_identity(secret.get_secret_value() if secret else None, body.external_id, body.identity_hmac)
+        except IdentityError as error:
+            raise HTTPException(status.HTTP_401_UNAUTHORIZED, detail=str(error)) from error
+        customer = session.exec(select(Customer).where(Customer.external_id == body.external_id)).first()
+    if customer is None:
+        customer = Customer(external_id=body.external_id, name=body.name, email=body.email)
+        session.add(customer)
+    session.commit()  # also ends the read transaction of a returning customer
+    token = services.visitor_tokens.issue(customer.public_id)
+    return SessionStarted(token=token, customer_id=customer.public_id, verified=customer.external_id is not None)
+
+
+@router.post("/conversations", response_model=ConversationPublic, status_code=status.HTTP_201_CREATED)
+def start_conversation(body: ConversationStart, visitor: VisitorDep, session: SessionDep) -> ConversationPublic:
+    customer = _customer(session, visitor)
+    assert customer.id is not None
+    conversation = Conversation(customer_id=customer.id, title=body.title)
+    session.add(conversation)
+    session.flush()
+    start_first_segment(session, conversation)
+    session.commit()
+    return ConversationPublic.of(conversation)
+
+
+@router.get("/conversations", response_model=list[ConversationPublic])
+def list_conversations(visitor: VisitorDep, session: SessionDep) -> list[ConversationPublic]:
+    customer = _customer(session, visitor)
+    statement = (
+        select(Conversation)
+        .where(Conversation.customer_id == customer.id)
+        .order_by(col(Conversation.updated_at).desc())
+    )
+    conversations = session.exec(statement).all()
+    session.commit()
+    return [ConversationPublic.of(c) for c in conversations]
+
+
+@router.get(
+    "/conversations/{conversation_id}/messages",
+    response_model=list[MessagePublic],
+    responses=error_responses(status.HTTP_404_NOT_FOUND),
+)
+def list_messages(
+    conversation_id: ConversationRef,
+    visitor: VisitorDep,
+    session: SessionDep,
+    after_id: Annotated[DatabaseInt, Query(description="Only messages after this message id")] = 0,
+) -> list[MessagePublic]:
+    conversation = _own_conversation(session, visitor, conversation_id)
+    statement = (
+        select(Message, Agent.name)
+        .outerjoin(Agent, col(Agent.id) == col(Message.agent_id))
+        .where(Message.conversation_id == conversation.id, col(Message.id) > after_id)
+        .order_by(col(Message.id))
+    )
+    rows = session.exec(statement).all()
+    session.commit()
+    public = [MessagePublic.of(m, conversation_public_id=conversation_id, agent_name=name) for m, name in rows]
+    return [message for message in public if message.customer_visible]
+
+
+@router.post(
+    "/conversations/{conversation_id}/messages",
+    response_model=MessagePublic,
+    status_code=status.HTTP_202_ACCEPTED,
+    responses=error_responses(
+        status.HTTP_404_NOT_FOUND,
+        status.HTTP_409_CONFLICT,
+        status.HTTP_413_CONTENT_TOO_LARGE,
+        status.HTTP_429_TOO_MANY_REQUESTS,
+    ),
+)
+async def post_message(
+    conversation_id: ConversationRef, body: MessageIn, visitor: VisitorDep, services: ServicesDep
+) -> MessagePublic:
+    """Store the customer's message (committed before the reply starts) and answer it in the background.
+
+    Async on purpose: the agent and the live-event broker live on the event loop. It opens its own short session
+    instead of ``SessionDep``, whose setup and teardown would cost two thread hops on the busiest route.
+    """
+    with Session(services.db, expire_on_commit=False) as session:
+        return _post_message(session, services, visitor, conversation_id, body)
+
+
+def _post_message(
+    session: Session, services: Services, visitor: Visitor, conversation_ref: str, body: MessageIn
+) -> MessagePublic:
+    text = body.content
+    limit = services.settings.max_message_chars
+    if len(text) > limit:
+        raise HTTPException(
+            status.HTTP_413_CONTENT_TOO_LARGE,
+            detail=f"Messages can be at most {limit} characters; this one has {len(text)}. Split it up.",
+        )
+    conversation = _touch_open_conversation(session, visitor, conversation_ref)
+    wait = services.message_limiter.retry_after(customer_rate_key(visitor.customer_public_id))
+    if wait is not None:
+        services.metrics.rate_limited.inc()
+        session.rollback()
+        raise HTTPException(
+            status.HTTP_429_TOO_MANY_REQUESTS,
+            detail=f"You are sending messages too quickly; try again in {int(wait) + 1} seconds.",
+            headers={"Retry-After": str(int(wait) + 1)},
+        )
+    message = services.turns.accept_customer_message(session, conversation, text)
+    if body.handoff:
+        _hand_off_on_button(session, services, conversation, text)
+    return MessagePublic.of(message, conversation_public_id=conversation.public_id)
+
+
+def _touch_open_conversation(session: Session, visitor: Visitor, conversation_ref: str) -> Conversation:
+    """The visitor's open conversation, its last activity set to now (in the transaction the message commits): one
+    statement checks the owner and the status and writes the time. Only when it finds nothing does a second query
+    tell a missing conversation (404), a revoked token (401) and a closed conversation (409) apart."""
+    owner = select(Customer.id).where(Customer.public_id == visitor.customer_public_id).scalar_subquery()
+    touch = (
+        update(Conversation)
+        .where(
+            col(Conversation.public_id) == conversation_ref,
+            col(Conversation.customer_id) == owner,
+            col(Conversation.status) != ConversationStatus.CLOSED,
+        )
+        .values(updated_at=datetime.now(UTC))
+        .returning(Conversation)
+    )
+    conversation: Conversation | None = (
+        session.execute(touch, execution_options={"synchronize_session": False}).scalars().first()
+    )
+    if conversation is not None:
+        return conversation
+    _own_conversation(session, visitor, conversation_ref)  # 401 or 404 when it is not the visitor's
+    session.rollback()
+    raise HTTPException(status.HTTP_409_CONFLICT, detail="This conversation is closed; start a new one.")
+
+
+def _hand_off_on_button(session: Session, services: Services, conversation: Conversation, text: str) -> None:
+    """Before the scheduled turn starts (no await since the message was accepted): the turn then finds the
+    conversation waiting for a person and stays silent."""
+    customer = session.get(Customer, conversation.customer_id)
+    session.commit()
+    if customer is None:
+        return
+    summary = f"The customer pressed “Talk to a person”, writing: “{text[:HANDOFF_NOTE_QUOTE_CHARS]}”"
+    services.agent.preparation.hand_off(
+        session, conversation, customer, summary=summary, trigger="button", language=asks_for_person(text) or "en"
+    )
+
+
+@contextmanager
+def _counted_down(gauge: Gauge) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        gauge.dec()
+
+
+def _customer_event(event: Event) -> str | None:
+    """The event as the customer's stream sends it, or None when it is not for customers."""
+    if event.type not in CUSTOMER_EVENT_TYPES:
+        return None
+    if event.type == "message.created" and not MessagePublic.model_validate(event.data).customer_visible:
+        return None
+    return event.to_sse()
+
+
+EVENT_STREAM_DOC: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": (
+            "Server-sent events. Each has an id; reconnect with Last-Event-ID to get what was missed. "
+            "`message.created` carries a message, `message.delta` a fragment of the reply being written, `typing` "
+            "and `conversation.status` the bot's state, and `resync` says the history is gone: reload the messages."
+        ),
+        "content": {
+            "text/event-stream": {
+                "schema": {
+                    "type": "object",
+                    "required": ["id", "event", "data"],
+                    "properties": {
+                        "id": {"type": "string"},
+                        "event": {"type": "string", "enum": sorted(CUSTOMER_EVENT_TYPES)},
+                        "data": {"type": "string", "contentMediaType": "application/json"},
+                    },
+                }
+            }
+        },
+    },
+    **error_responses(status.HTTP_404_NOT_FOUND),
+}
+
+
+@router.get(
+    "/conversations/{conversation_id}/events",
+    response_class=StreamingResponse,
+    responses=EVENT_STREAM_DOC,
+)
+async def conversation_events(
+    conversation_id: ConversationRef,
+    request: Request,
+    visitor: StreamVisitorDep,
+    services: ServicesDep,
+    last_event_id: Annotated[str | None, Header(max_length=64)] = None,
+    since: Annotated[str | None, Query(max_length=64, description="Last-Event-ID, for clients without headers")] = None,
+) -> StreamingResponse:
+    """Server-sent events; reconnect with ``Last-Event-ID`` (or ``?since=``) to receive what was missed."""
+    with Session(services.db) as session:
+        key = _own_conversation(session, visitor, conversation_id).id
+    assert key is not None
+    subscription = services.broker.subscribe(key, last_event_id or since)
+
+    async def stream() -> AsyncIterator[str]:
+        services.metrics.sse_connections.inc()
+        with subscription, _counted_down(services.metrics.sse_connections):
+            yield "retry: 2000\n\n"
+            while not await request.is_disconnected():
+                try:
+                    event = await subscription.next(HEARTBEAT_S)
+                except SubscriptionClosed:
+                    return
+                if event is None:
+                    yield ": keep-alive\n\n"
+                    continue
+                frame = _customer_event(event)
+                if frame is not None:
+                    yield frame
+
+    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)

@@ -1,0 +1,91 @@
+"""Helpers for console tests: staff accounts made through the real staff functions, and signed-in HTTP clients
+that send the CSRF token the way the console's pages do."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+from sqlmodel import Session, col, select
+
+from app.console.staff import add_staff
+from app.models import AgentRole, AuditEvent
+from app.settings import Settings
+from tests.support.live_app import LiveApp, run_live_app
+from tests.support.scripted_llm import ScriptedLLMServer
+from tests.support.settings import app_settings
+
+STAFF_PASSWORD = "correct horse battery staple"
+CSRF_INPUT = re.compile(r'name="csrf_token" value="([^"]+)"')
+
+
+class StaffClient:
+    """A browser-like client of one staff member: cookies kept, the page's CSRF token sent with every form."""
+
+    def __init__(self, live: LiveApp, email: str, password: str = STAFF_PASSWORD) -> None:
+        self.live = live
+        self.http = httpx.Client(base_url=live.url, timeout=10.0, follow_redirects=False)
+        live.clients.append(self.http)
+        self.csrf_token = ""
+        self.sign_in_response = self.sign_in(email, password)
+
+    def sign_in(self, email: str, password: str) -> httpx.Response:
+        form = self.http.get("/console/login")
+        token = csrf_token_in(form.text)
+        response = self.http.post("/console/login", data={"email": email, "password": password, "csrf_token": token})
+        if response.status_code == 303:
+            inbox = self.http.get("/console")
+            assert inbox.status_code == 200, inbox.text
+            self.csrf_token = csrf_token_in(inbox.text)
+        return response
+
+    def get(self, path: str, **options: object) -> httpx.Response:
+        return self.http.get(path, **options)  # type: ignore[arg-type]
+
+    def post(self, path: str, data: dict[str, str] | None = None, *, csrf: bool = True) -> httpx.Response:
+        form = dict(data or {})
+        if csrf:
+            form["csrf_token"] = self.csrf_token
+        return self.http.post(path, data=form)
+
+
+def csrf_token_in(html: str) -> str:
+    found = CSRF_INPUT.search(html)
+    assert found is not None, "no CSRF token in the page"
+    return found.group(1)
+
+
+def make_staff(live: LiveApp, email: str, role: AgentRole, name: str | None = None) -> int:
+    with Session(live.services.db) as session:
+        agent = add_staff(
+            session, email=email, name=name or email.split("@")[0].title(), role=role, password=STAFF_PASSWORD
+        )
+        assert agent.id is not None
+        return agent.id
+
+
+def signed_in(live: LiveApp, role: AgentRole, email: str | None = None, name: str | None = None) -> StaffClient:
+    address = email or f"{role.value}@example.com"
+    make_staff(live, address, role, name)
+    client = StaffClient(live, address)
+    assert client.sign_in_response.status_code == 303, client.sign_in_response.text
+    return client
+
+
+def audit_actions(live: LiveApp, actor: str | None = None) -> list[AuditEvent]:
+    with Session(live.services.db) as session:
+        statement = select(AuditEvent).order_by(col(AuditEvent.id))
+        if actor is not None:
+            statement = statement.where(AuditEvent.actor == actor)
+        return list(session.exec(statement).all())
+
+
+def console_settings(tmp_path: Any, server: ScriptedLLMServer, **overrides: Any) -> Settings:
+    """Test settings for console tests: cookies without ``Secure``, since test servers speak plain HTTP."""
+    return app_settings(tmp_path, server, console_cookie_secure=False, **overrides)
+
+
+def console_app(tmp_path: Any, server: ScriptedLLMServer, **overrides: Any) -> Iterator[LiveApp]:
+    yield from run_live_app(console_settings(tmp_path, server, **overrides))
