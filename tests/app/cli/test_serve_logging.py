@@ -115,7 +115,7 @@ def test_json_logs_cover_uvicorn_and_memdesk_with_no_token_and_compaction_at_inf
     assert "?token=[redacted] " in stream_line
     compactions = [r for r in records if r["message"].startswith("context compaction in conversation")]
     assert compactions, "no compaction trace in the log"
-    assert {(r["level"], r["name"]) for r in compactions} == {("INFO", "app.turns.scheduler")}
+    assert {(r["level"], r["name"]) for r in compactions} == {("INFO", "app.turns.turn")}
     assert any(r["message"].startswith("memdesk is running at ") for r in records)
 
 

@@ -164,7 +164,7 @@ def test_llm_failure_keeps_the_message_answers_with_a_fallback_and_asks_for_a_hu
     tmp_path: Any, scripted_server: ScriptedLLMServer, caplog: pytest.LogCaptureFixture, failure: str
 ) -> None:
     settings = app_settings(tmp_path, scripted_server, llm_timeout_s=0.5)
-    caplog.set_level(logging.ERROR, logger="app.turns.scheduler")
+    caplog.set_level(logging.ERROR, logger="app.turns.turn")
     for live in run_live_app(settings):
         client, _ = live.visitor()
         conversation_id = live.conversation(client)

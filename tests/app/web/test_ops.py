@@ -106,7 +106,7 @@ conversation_id.set("42")
 token = "cus_abc." + "1700000000." + "ab" * 32
 logging.getLogger("uvicorn.access").info('%s - "%s %s HTTP/1.1" %d', "127.0.0.1", "GET",
     "/api/widget/conversations/cnv_x/events?token=" + token + "&since=1", 200)
-logging.getLogger("app.turns.scheduler").info("context compaction in conversation 42: key sk-live-api-key-0123456789")
+logging.getLogger("app.turns.turn").info("context compaction in conversation 42: key sk-live-api-key-0123456789")
 logging.getLogger("app.llm").warning("upstream said Authorization: Bearer sk-other-0123456789")
 """
 
@@ -125,7 +125,7 @@ def test_logs_carry_time_level_logger_and_ids_and_never_a_secret_or_token(log_fo
     if log_format == "json":
         records = [json.loads(line) for line in lines]
         assert {"asctime", "level", "name", "request_id", "conversation_id", "message"} <= set(records[1])
-        assert records[1]["level"] == "INFO" and records[1]["name"] == "app.turns.scheduler"
+        assert records[1]["level"] == "INFO" and records[1]["name"] == "app.turns.turn"
         assert records[1]["request_id"] == "req-7" and records[1]["conversation_id"] == "42"
     else:
         assert " INFO app.turns.scheduler [request=req-7 conversation=42] " in lines[1]
