@@ -1,7 +1,7 @@
 """Database engine, sessions and schema migrations.
 
 Lifecycle: the application factory (or a CLI command) builds one engine with ``create_db_engine(url)``, runs
-``migrate(url)`` once at startup, and stores the engine on ``app.state.engine``; request handlers receive a
+``migrate(url)`` once at startup, and stores the engine on ``app.state.db``; request handlers receive a
 ``Session`` through the ``get_session`` dependency (tests override it with ``app.dependency_overrides``).
 
 SQLite is the embedded default: every connection switches on WAL (readers never block the writer), foreign keys and
@@ -107,12 +107,12 @@ def autocommit_step(session: Session) -> None:
 
 
 def get_session(connection: HTTPConnection) -> Iterator[Session]:
-    """FastAPI dependency: one session per request (or websocket) on ``app.state.engine``."""
-    engine: Engine | None = getattr(connection.app.state, "engine", None)
+    """FastAPI dependency: one session per request (or websocket) on ``app.state.db``."""
+    engine: Engine | None = getattr(connection.app.state, "db", None)
     if engine is None:
         raise RuntimeError(
-            "No database engine on app.state.engine; the application factory must set it "
-            "(app.state.engine = create_db_engine(settings.resolved_database_url)) before serving requests."
+            "No database engine on app.state.db; the application factory must set it "
+            "(app.state.db = create_db_engine(settings.resolved_database_url)) before serving requests."
         )
     # Rows stay readable after commit without a new query (and so without a new SQLite write transaction).
     with Session(engine, expire_on_commit=False) as session:

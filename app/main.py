@@ -24,7 +24,7 @@ from app.infra.pid_files import end_with_parent
 from app.llm import LLMGateway
 from app.services import ServiceOverrides, build_services
 from app.settings import Settings, get_settings
-from app.turns.engines import EngineFactory
+from app.turns.context_engines import EngineFactory
 from app.turns.recall import MemorySection
 from app.web import admin_api, ops, widget_api, widget_pages
 from app.web.console import admin as console_admin
@@ -54,7 +54,7 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         services = await build_services(config, seams)
         services.metrics.count_statements(services.db)
-        app.state.engine = services.db
+        app.state.db = services.db
         app.state.services = services
         services.start()
         try:

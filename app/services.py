@@ -27,6 +27,7 @@ from app.db import create_db_engine, upgrade
 from app.demo_shop import shop_tools
 from app.identity import VisitorTokens
 from app.infra.metrics import Metrics
+from app.infra.templates import prompt_environment
 from app.live.broker import EventBroker
 from app.live.pg_broker import PostgresEventBroker
 from app.llm import LLMGateway
@@ -36,13 +37,12 @@ from app.sync import SyncOptions, SyncReport, SyncSchedule, app_sync_runner, exc
 from app.sync.runner import latest_sync_run
 from app.sync.timetable import SyncTimetable
 from app.tools import ToolRegistry, build_tool_registry
-from app.turns.engines import EngineFactory
+from app.turns.context_engines import EngineFactory
 from app.turns.ownership import turn_ownership_for
 from app.turns.recall import MemorySection
 from app.turns.recovery import TurnRecovery
 from app.turns.scheduler import TurnScheduler
 from app.turns.turn import AgentTurn
-from compression.summarizer import PROMPTS_DIR, prompt_environment
 
 if TYPE_CHECKING:
     from app.jobs.queue import JobQueue
@@ -168,7 +168,7 @@ async def build_services(settings: Settings, seams: ServiceOverrides = ServiceOv
         tools=tools,
         broker=broker,
         settings=settings,
-        prompts=prompt_environment(PROMPTS_DIR),
+        prompts=prompt_environment(),
         memory_section=seams.memory_section or (memory.section if memory else None),
         engine_factory=seams.engine_factory,
         conclusions_queued=memory.kick if memory else None,

@@ -29,6 +29,7 @@ from typing import Any
 from benchmarks.support_sessions import Session, generate_session, turn_messages
 from compression import ContextCompressor, create_engine, registered_engines
 from compression.message_index import INDEX_KEY, default_extractor, index_message
+from compression.messages import ChatMessage
 from compression.pruning import clear_shrink_cache
 from compression.tokens import (
     clear_estimate_cache,
@@ -36,7 +37,7 @@ from compression.tokens import (
     estimate_messages_tokens,
     estimate_text_tokens,
 )
-from compression.types import Completion, Message, Usage
+from compression.types import Completion, Usage
 
 CONTEXT_LENGTH = 32_000
 LARGE_CONTEXT_LENGTH = 128_000
@@ -89,7 +90,7 @@ class ScriptedSummarizer:
     def __init__(self) -> None:
         self.usage_by_model: dict[str, Usage] = {}
 
-    def complete(self, messages: list[Message], *, model: str, max_tokens: int) -> Completion:
+    def complete(self, messages: list[ChatMessage], *, model: str, max_tokens: int) -> Completion:
         usage = Usage(estimate_messages_tokens(messages), estimate_text_tokens(SCRIPTED_SUMMARY))
         self.usage_by_model[model] = self.usage_by_model.get(model, Usage()) + usage
         return Completion(text=SCRIPTED_SUMMARY, model=model, usage=usage)
@@ -102,7 +103,7 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
-def shared_prefix_tokens(previous: list[Message], current: list[Message]) -> int:
+def shared_prefix_tokens(previous: list[ChatMessage], current: list[ChatMessage]) -> int:
     """Tokens of the leading messages ``current`` shares with ``previous`` (what a provider's cache can reuse)."""
     shared = 0
     for before, now in zip(previous, current, strict=False):
@@ -125,12 +126,12 @@ class ReplayState:
     durations: list[float] = field(default_factory=list)
     prefix_shared: int = 0
     prefix_total: int = 0
-    previous_prompt: list[Message] = field(default_factory=list)
+    previous_prompt: list[ChatMessage] = field(default_factory=list)
     compacted_since_last_call: bool = False
     aging_batches: int = 0
 
 
-def _prompt(context: list[Message], turn: int, now: str) -> list[Message]:
+def _prompt(context: list[ChatMessage], turn: int, now: str) -> list[ChatMessage]:
     return [*context, {"role": "system", "content": TURN_CONTEXT.format(now=now, turn=turn % 3)}]
 
 
@@ -146,10 +147,10 @@ def replay(
         summary_model_override=SUMMARY_MODEL,
         **options,
     )
-    context: list[Message] = [{"role": "system", "content": SYSTEM_PROMPT}]
+    context: list[ChatMessage] = [{"role": "system", "content": SYSTEM_PROMPT}]
     history_tokens, state = estimate_messages_tokens(context), ReplayState()
 
-    def compact(messages: list[Message]) -> None:
+    def compact(messages: list[ChatMessage]) -> None:
         nonlocal context
         started = time.perf_counter()
         result = engine.compress(messages)
@@ -200,7 +201,7 @@ def _report(
     engine_name: str,
     engine: Any,
     session: Session,
-    context: list[Message],
+    context: list[ChatMessage],
     state: ReplayState,
     summarizer: ScriptedSummarizer,
 ) -> dict[str, Any]:
@@ -232,9 +233,9 @@ def _report(
     }
 
 
-def _first_500_messages(session: Session) -> list[list[Message]]:
+def _first_500_messages(session: Session) -> list[list[ChatMessage]]:
     """The session's first ~500 messages, grouped by turn, ending on a complete turn."""
-    turns: list[list[Message]] = [[{"role": "system", "content": SYSTEM_PROMPT}]]
+    turns: list[list[ChatMessage]] = [[{"role": "system", "content": SYSTEM_PROMPT}]]
     total = 1
     call_id = 0
     for turn in session.turns:
@@ -287,7 +288,7 @@ class ColdRuns:
     calibration_cpu: list[float] = field(default_factory=list)
 
 
-def as_stored(messages: list[Message], *, with_index: bool) -> str:
+def as_stored(messages: list[ChatMessage], *, with_index: bool) -> str:
     """``messages`` as a process that did not see them arrive reads them from the database: as JSON, and (as the app
     stores them) each with the compressor index made when it was written, or without (older rows)."""
     if with_index:
@@ -336,7 +337,7 @@ def time_500_message_context(session: Session) -> dict[str, Any]:
             summary_model_override=SUMMARY_MODEL,
             max_working_tokens=None,
         )
-        context: list[Message] = []
+        context: list[ChatMessage] = []
         for group in turns:
             context.extend(group)
             started = time.perf_counter()

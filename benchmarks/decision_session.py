@@ -19,7 +19,8 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from compression import ContextCompressor
-from compression.types import Completion, KeyDecision, Message, Usage
+from compression.messages import ChatMessage
+from compression.types import Completion, KeyDecision, Usage
 
 START = datetime(2026, 11, 2, 20, 0, tzinfo=UTC)
 MINUTES_PER_TURN = 14
@@ -50,9 +51,9 @@ def expected_due(phrase: str, said_on: date) -> date:
     return said_on + timedelta(days=(target - said_on.weekday()) % 7 or 7)
 
 
-def build_session() -> tuple[list[Message], dict[str, date]]:
+def build_session() -> tuple[list[ChatMessage], dict[str, date]]:
     """The messages, and each promise's RMA number with its expected due date."""
-    messages: list[Message] = [{"role": "system", "content": "You are the support assistant of Acme Kitchen."}]
+    messages: list[ChatMessage] = [{"role": "system", "content": "You are the support assistant of Acme Kitchen."}]
     expected: dict[str, date] = {}
     for index in range(TURNS + TRAILING_TURNS):
         at = START + timedelta(minutes=MINUTES_PER_TURN * index)
@@ -87,7 +88,7 @@ class CarelessSummarizer:
             carried.append(line)
         return carried
 
-    def complete(self, messages: list[Message], *, model: str, max_tokens: int) -> Completion:
+    def complete(self, messages: list[ChatMessage], *, model: str, max_tokens: int) -> Completion:
         self.calls += 1
         prompt = str(messages[-1]["content"])
         notes = (
@@ -111,7 +112,7 @@ def measure_decisions() -> dict[str, Any]:
     messages, expected = build_session()
     engine = ContextCompressor(model="main", context_length=CONTEXT_LENGTH, summary_llm=CarelessSummarizer())
     delivered: list[KeyDecision] = []
-    context: list[Message] = []
+    context: list[ChatMessage] = []
     for message in messages:
         context.append(message)
         if message["role"] == "user" and engine.should_compress_preflight(context):

@@ -7,6 +7,7 @@ from compression.aging import AgingResult
 from compression.compressor import ContextCompressor
 from compression.engine import ContextEngine, create_engine, register_engine, registered_engines
 from compression.facts import DEFAULT_FACT_PATTERNS, FactExtractor, FactPattern
+from compression.messages import ChatMessage
 from compression.tokens import estimate_message_tokens, estimate_messages_tokens, estimate_text_tokens
 from compression.truncation import TruncationEngine
 from compression.types import (
@@ -15,7 +16,6 @@ from compression.types import (
     CompressionResult,
     ContextOverflowError,
     KeyDecision,
-    Message,
     SummaryLLM,
     Usage,
 )
@@ -38,6 +38,7 @@ def clear_caches() -> None:
 __all__ = [
     "DEFAULT_FACT_PATTERNS",
     "AgingResult",
+    "ChatMessage",
     "Completion",
     "CompressionError",
     "CompressionResult",
@@ -47,7 +48,6 @@ __all__ = [
     "FactExtractor",
     "FactPattern",
     "KeyDecision",
-    "Message",
     "SummaryLLM",
     "TruncationEngine",
     "Usage",

@@ -19,10 +19,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from compression.assembly import notes_of
-from compression.messages import function_calls
+from compression.messages import ChatMessage, function_calls
 from compression.pruning import PRUNE_MIN_CHARS, PRUNED_MARKER, is_pruned, shrink_tool_output
 from compression.tokens import estimate_messages_tokens, estimate_text_tokens
-from compression.types import Message
 
 DEFAULT_KEEP_RECENT_TOOL_TURNS = 3
 DEFAULT_AGING_BATCH_TOKENS = 2_000
@@ -33,12 +32,12 @@ CALL_PREVIEW_CHARS = 160
 class AgingResult:
     """The messages to send, which tool calls have aged results, and a trace event when a new batch aged."""
 
-    messages: list[Message]
+    messages: list[ChatMessage]
     aged_call_ids: list[str] = field(default_factory=list)
     events: list[dict[str, object]] = field(default_factory=list)
 
 
-def _calls_by_id(messages: Sequence[Message]) -> dict[str, tuple[str, str]]:
+def _calls_by_id(messages: Sequence[ChatMessage]) -> dict[str, tuple[str, str]]:
     calls: dict[str, tuple[str, str]] = {}
     for message in messages:
         for call in function_calls(message):
@@ -57,7 +56,7 @@ def aged_stub(content: str, call_id: str, name: str, arguments: str) -> str:
 
 
 def age_tool_results(
-    messages: list[Message],
+    messages: list[ChatMessage],
     *,
     keep_recent_user_turns: int = DEFAULT_KEEP_RECENT_TOOL_TURNS,
     min_batch_tokens: int = DEFAULT_AGING_BATCH_TOKENS,
@@ -93,13 +92,15 @@ def age_tool_results(
             batch, saved = {}, 0
     if not stubs:
         return AgingResult(messages=messages)
-    aged: list[Message] = [
+    aged: list[ChatMessage] = [
         {**message, "content": stubs[i]} if i in stubs else message for i, message in enumerate(messages)
     ]
     return AgingResult(messages=aged, aged_call_ids=[str(messages[i]["tool_call_id"]) for i in sorted(stubs)])
 
 
-def aging_event(before: list[Message], result: AgingResult, newly_aged: int, duration_ms: float) -> dict[str, object]:
+def aging_event(
+    before: list[ChatMessage], result: AgingResult, newly_aged: int, duration_ms: float
+) -> dict[str, object]:
     """The trace event of an aging batch."""
     return {
         "strategy": "micro_compaction",

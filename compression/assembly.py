@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from compression.types import Message
+from compression.messages import ChatMessage
 
 SUMMARY_PREFIX = (
     "[memdesk: notes on earlier turns] Earlier turns of this conversation were condensed into the notes below to "
@@ -29,15 +29,15 @@ def frame_summary(summary: str) -> str:
     return f"{SUMMARY_PREFIX}\n\n{summary.strip()}\n\n{SUMMARY_END}"
 
 
-def notes_message(summary: str, *, role: str, created_at: object = None, **record: object) -> Message:
+def notes_message(summary: str, *, role: str, created_at: object = None, **record: object) -> ChatMessage:
     """The message that carries the notes; ``record`` is the host's own bookkeeping (ids of the covered range)."""
-    message: Message = {"role": role, "content": frame_summary(summary), NOTES_KEY: {"summary": summary, **record}}
+    message: ChatMessage = {"role": role, "content": frame_summary(summary), NOTES_KEY: {"summary": summary, **record}}
     if created_at is not None:
         message["created_at"] = created_at
     return message
 
 
-def notes_of(message: Message) -> str | None:
+def notes_of(message: ChatMessage) -> str | None:
     """The notes held by ``message``, or None when it is not a notes message."""
     record = message.get(NOTES_KEY)
     if isinstance(record, dict) and isinstance(record.get("summary"), str):
@@ -45,7 +45,7 @@ def notes_of(message: Message) -> str | None:
     return None
 
 
-def find_notes(messages: Sequence[Message]) -> tuple[int, str] | None:
+def find_notes(messages: Sequence[ChatMessage]) -> tuple[int, str] | None:
     """(index, notes) of the latest notes message in ``messages``."""
     for index in range(len(messages) - 1, -1, -1):
         message = messages[index]
@@ -61,8 +61,8 @@ def notes_role(before: object, after: object) -> str | None:
 
 
 def insert_notes(
-    head: list[Message], summary: str, tail: list[Message], created_at: object = None, **record: object
-) -> list[Message]:
+    head: list[ChatMessage], summary: str, tail: list[ChatMessage], created_at: object = None, **record: object
+) -> list[ChatMessage]:
     """head + notes + tail. The notes take a role that keeps user and assistant turns alternating; the compressor
     moves its tail boundary so that one exists, and when a host's layout leaves none they go in as a user turn."""
     before = head[-1].get("role") if head else None
@@ -71,13 +71,13 @@ def insert_notes(
     return [*head, notes_message(summary, role=role, created_at=created_at, **record), *tail]
 
 
-def repair_tool_sequence(messages: Sequence[Message]) -> tuple[list[Message], int, int]:
+def repair_tool_sequence(messages: Sequence[ChatMessage]) -> tuple[list[ChatMessage], int, int]:
     """A valid OpenAI sequence: tool results directly follow the assistant message that called them.
 
     Orphan tool results are removed; a call without a result gets a stub result saying it was compacted away.
     Returns (messages, orphans removed, stubs added).
     """
-    repaired: list[Message] = []
+    repaired: list[ChatMessage] = []
     pending: list[str] = []
     answered: set[str] = set()
     removed = added = 0

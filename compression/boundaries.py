@@ -10,32 +10,32 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from compression.messages import ChatMessage
 from compression.tokens import estimate_message_tokens
-from compression.types import Message
 
 
-def leading_system_count(messages: Sequence[Message]) -> int:
+def leading_system_count(messages: Sequence[ChatMessage]) -> int:
     count = 0
     while count < len(messages) and messages[count].get("role") == "system":
         count += 1
     return count
 
 
-def _past_tool_results(messages: Sequence[Message], index: int) -> int:
+def _past_tool_results(messages: Sequence[ChatMessage], index: int) -> int:
     """Move ``index`` forward past tool results, so it never points inside a tool-call group."""
     while index < len(messages) and messages[index].get("role") == "tool":
         index += 1
     return index
 
 
-def group_start(messages: Sequence[Message], index: int) -> int:
+def group_start(messages: Sequence[ChatMessage], index: int) -> int:
     """Move ``index`` back to the assistant message whose tool results it points into."""
     while index > 0 and messages[index].get("role") == "tool":
         index -= 1
     return index
 
 
-def head_end(messages: Sequence[Message], *, protect_first_n: int, recompaction: bool) -> int:
+def head_end(messages: Sequence[ChatMessage], *, protect_first_n: int, recompaction: bool) -> int:
     """Index of the first message after the protected head."""
     if recompaction:
         return leading_system_count(messages)
@@ -43,7 +43,7 @@ def head_end(messages: Sequence[Message], *, protect_first_n: int, recompaction:
     return _past_tool_results(messages, end)
 
 
-def must_keep_start(messages: Sequence[Message]) -> int:
+def must_keep_start(messages: Sequence[ChatMessage]) -> int:
     """The tail must start at or before the latest customer message and the last assistant reply."""
     start = len(messages)
     last_user = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].get("role") == "user"), None)
@@ -62,7 +62,7 @@ def must_keep_start(messages: Sequence[Message]) -> int:
     return group_start(messages, start) if start < len(messages) else start
 
 
-def tail_start(messages: Sequence[Message], *, head: int, budget_tokens: int) -> int:
+def tail_start(messages: Sequence[ChatMessage], *, head: int, budget_tokens: int) -> int:
     """Index of the first message of the protected tail (``len(messages)`` when the tail is empty)."""
     index = len(messages)
     spent = 0

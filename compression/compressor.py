@@ -48,23 +48,23 @@ from compression.engine import ContextEngine, register_engine, trace_event
 from compression.facts import DEFAULT_FACT_PATTERNS, FactExtractor, FactPattern
 from compression.fallback import fallback_summary
 from compression.message_index import prime_caches, warm_caches
-from compression.messages import content_text
+from compression.messages import ChatMessage, content_text
 from compression.pinning import PinnedIdentifiers, PinSelection, strip_pinned_block
 from compression.pruning import prune_tool_outputs
 from compression.sanitize import sanitize_messages
 from compression.sections import trim_to_budget
 from compression.summarizer import (
     COOLDOWN_STEPS_S,
-    PROMPTS_DIR,
     NotesDraft,
     SummaryRequest,
     SummaryWriter,
+    default_prompts_dir,
     latest_customer_message,
     load_prompt_templates,
     summarize_in_chunks,
 )
 from compression.tokens import estimate_message_tokens, estimate_messages_tokens, estimate_text_tokens
-from compression.types import CompressionResult, ContextOverflowError, KeyDecision, Message, SummaryLLM, Usage
+from compression.types import CompressionResult, ContextOverflowError, KeyDecision, SummaryLLM, Usage
 
 DEFAULT_THRESHOLD_PERCENT = 0.50
 DEFAULT_THRESHOLD_FLOOR_TOKENS = 4_000
@@ -152,7 +152,7 @@ class ContextCompressor(ContextEngine):
         max_ineffective_compactions: int = MAX_INEFFECTIVE_COMPACTIONS,
         max_compactions_per_window: int = MAX_COMPACTIONS_PER_WINDOW,
         frequency_window: int = FREQUENCY_WINDOW_CHECKS,
-        prompts_dir: Path = PROMPTS_DIR,
+        prompts_dir: Path | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         _check_options(context_length, threshold_percent)
@@ -177,8 +177,8 @@ class ContextCompressor(ContextEngine):
         )
         self.min_savings_ratio, self.max_ineffective_compactions = min_savings_ratio, max_ineffective_compactions
         self.max_compactions_per_window, self.frequency_window = max_compactions_per_window, frequency_window
-        self.prompts_dir = prompts_dir
-        load_prompt_templates(prompts_dir)
+        self.prompts_dir = prompts_dir or default_prompts_dir()
+        load_prompt_templates(self.prompts_dir)
         self.clock = clock
         self.model = model
         self._summary_context_length = summary_context_length
@@ -228,12 +228,12 @@ class ContextCompressor(ContextEngine):
         tokens = self.last_prompt_tokens if prompt_tokens is None else prompt_tokens
         return tokens >= self.threshold_tokens and self._breakers_allow(tokens)
 
-    def should_compress_preflight(self, messages: list[Message]) -> bool:
+    def should_compress_preflight(self, messages: list[ChatMessage]) -> bool:
         """Estimate-based trigger; also indexes new messages so a later compaction finds its work cached."""
         self._index(messages)
         return self.should_compress(estimate_messages_tokens(messages))
 
-    def _index(self, messages: list[Message]) -> None:
+    def _index(self, messages: list[ChatMessage]) -> None:
         """Shrink tool output and extract identifiers of the messages and tool calls not indexed yet (both cached
         process-wide).
 
@@ -251,12 +251,12 @@ class ContextCompressor(ContextEngine):
         """True until this engine has indexed a context: the first one in this process is the costly one."""
         return self._indexed[0] == 0
 
-    def _unindexed_from(self, messages: list[Message]) -> int:
+    def _unindexed_from(self, messages: list[ChatMessage]) -> int:
         """Where the messages this engine has not indexed yet start (0 for a new engine or a different list)."""
         count, fingerprint = self._indexed
         return count if count <= len(messages) and _fingerprint(messages, count) == fingerprint else 0
 
-    def age_tool_results(self, messages: list[Message]) -> AgingResult:
+    def age_tool_results(self, messages: list[ChatMessage]) -> AgingResult:
         """Micro-compaction (``compression.aging``); a trace event whenever a new batch of results ages."""
         if not self.micro_compaction:
             return AgingResult(messages=messages)
@@ -281,7 +281,7 @@ class ContextCompressor(ContextEngine):
     # -- compaction ------------------------------------------------------------------------------------------
     def compress(
         self,
-        messages: list[Message],
+        messages: list[ChatMessage],
         *,
         current_tokens: int | None = None,
         focus_topic: str | None = None,
@@ -298,7 +298,7 @@ class ContextCompressor(ContextEngine):
         return result
 
     def _compress(
-        self, messages: list[Message], *, current_tokens: int | None, focus_topic: str | None
+        self, messages: list[ChatMessage], *, current_tokens: int | None, focus_topic: str | None
     ) -> CompressionResult:
         started = time.perf_counter()
         estimated_before = estimate_messages_tokens(messages)
@@ -351,8 +351,8 @@ class ContextCompressor(ContextEngine):
 
     def write_notes(
         self,
-        messages: list[Message],
-        middle: list[Message],
+        messages: list[ChatMessage],
+        middle: list[ChatMessage],
         compacted_range: tuple[int, int],
         previous: tuple[int, str] | None,
         focus_topic: str | None,
@@ -401,14 +401,14 @@ class ContextCompressor(ContextEngine):
         )
 
     # -- helpers ---------------------------------------------------------------------------------------------
-    def _fit_protected(self, messages: list[Message], head: int, tail: int) -> list[Message]:
+    def _fit_protected(self, messages: list[ChatMessage], head: int, tail: int) -> list[ChatMessage]:
         """The messages, with tool output inside the protected tail pruned if that is what it takes to fit.
 
         Raises ``ContextOverflowError`` when the head, the must-keep tail and the summary cannot fit the window.
         """
         keep_from = max(min(tail, must_keep_start(messages)), head)
 
-        def protected_tokens(candidate: list[Message]) -> int:
+        def protected_tokens(candidate: list[ChatMessage]) -> int:
             head_tokens = sum(estimate_message_tokens(m) for m in candidate[:head])
             return head_tokens + sum(estimate_message_tokens(m) for m in candidate[keep_from:])
 
@@ -430,7 +430,12 @@ class ContextCompressor(ContextEngine):
         self.last_prompt_tokens = after
 
     def _finish_unchanged(
-        self, messages: list[Message], working: list[Message], tokens_before: int, estimated: int, started: float
+        self,
+        messages: list[ChatMessage],
+        working: list[ChatMessage],
+        tokens_before: int,
+        estimated: int,
+        started: float,
     ) -> CompressionResult:
         result_messages, orphans, stubs = repair_tool_sequence(working)
         tokens_after = estimate_messages_tokens(result_messages)
@@ -465,7 +470,7 @@ def _check_options(context_length: int, threshold_percent: float) -> None:
         raise ValueError(f"threshold_percent must be in (0, 1], got {threshold_percent}.")
 
 
-def _alternating_tail(messages: list[Message], head: int, tail: int) -> int:
+def _alternating_tail(messages: list[ChatMessage], head: int, tail: int) -> int:
     """Move the tail boundary back (one message or tool group at a time) until some role for the notes differs
     from both neighbours, so user and assistant turns keep alternating around them."""
     while head < tail < len(messages):
@@ -476,7 +481,7 @@ def _alternating_tail(messages: list[Message], head: int, tail: int) -> int:
     return tail
 
 
-def _latest_time(messages: Sequence[Message]) -> datetime | None:
+def _latest_time(messages: Sequence[ChatMessage]) -> datetime | None:
     for message in reversed(messages):
         moment = parse_timestamp(message.get("created_at"))
         if moment is not None:
@@ -484,7 +489,7 @@ def _latest_time(messages: Sequence[Message]) -> datetime | None:
     return None
 
 
-def _fingerprint(messages: Sequence[Message], count: int) -> tuple[object, ...]:
+def _fingerprint(messages: Sequence[ChatMessage], count: int) -> tuple[object, ...]:
     """What identifies the first ``count`` messages cheaply: their number and the last one's identity."""
     if count == 0 or count > len(messages):
         return (count,)

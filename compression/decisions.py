@@ -28,9 +28,9 @@ from datetime import date, datetime
 
 from compression.dates import absolute_dates, absolutize_dates, parse_timestamp, resolve_due
 from compression.facts import FactExtractor, normalize_identifier
-from compression.messages import content_text
+from compression.messages import ChatMessage, content_text
 from compression.sections import CUSTOMER_PREFERENCES, KEY_DECISIONS, PROMISES, parse_sections, replace_section_items
-from compression.types import KeyDecision, KeyDecisionKind, Message
+from compression.types import KeyDecision, KeyDecisionKind
 
 DECISION_SECTIONS: dict[str, KeyDecisionKind] = {
     KEY_DECISIONS: "decision",
@@ -134,7 +134,7 @@ def _shorten(text: str) -> str:
 class ReconcileContext:
     """What the ledger needs to know about the compaction it reconciles."""
 
-    turns: Sequence[Message]
+    turns: Sequence[ChatMessage]
     first_index: int
     source_range: tuple[int, int]
     fallback_time: datetime | None
@@ -236,7 +236,7 @@ class DecisionLedger:
         return replace(fresh, key=known.key, changed=True)
 
     def _fresh(
-        self, item: ParsedItem, identifiers: tuple[str, ...], source: Message | None, context: ReconcileContext
+        self, item: ParsedItem, identifiers: tuple[str, ...], source: ChatMessage | None, context: ReconcileContext
     ) -> KeyDecision:
         """A decision as first extracted: relative dates resolved once, against the time of its source turn."""
         moment = self._reference_time(item, source, context)
@@ -259,14 +259,14 @@ class DecisionLedger:
         )
 
     @staticmethod
-    def _source(item: ParsedItem, context: ReconcileContext) -> Message | None:
+    def _source(item: ParsedItem, context: ReconcileContext) -> ChatMessage | None:
         if item.source is None:
             return None
         position = item.source - context.first_index
         return context.turns[position] if 0 <= position < len(context.turns) else None
 
     @staticmethod
-    def _reference_time(item: ParsedItem, source: Message | None, context: ReconcileContext) -> datetime | None:
+    def _reference_time(item: ParsedItem, source: ChatMessage | None, context: ReconcileContext) -> datetime | None:
         """The time of the turn that said it: the cited turn, else the latest support or tool turn whose text holds
         the item's date words, else the latest summarized turn."""
         if source is not None:

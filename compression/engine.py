@@ -24,7 +24,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from compression.aging import AgingResult
-from compression.types import CompressionResult, Message, Usage
+from compression.messages import ChatMessage
+from compression.types import CompressionResult, Usage
 
 
 class ContextEngine(ABC):
@@ -49,7 +50,7 @@ class ContextEngine(ABC):
     @abstractmethod
     def compress(
         self,
-        messages: list[Message],
+        messages: list[ChatMessage],
         *,
         current_tokens: int | None = None,
         focus_topic: str | None = None,
@@ -57,7 +58,7 @@ class ContextEngine(ABC):
         """Return a smaller context for ``messages``; the input list is left untouched."""
 
     # Optional hooks: no-op defaults so simple engines stay simple.
-    def should_compress_preflight(self, messages: list[Message]) -> bool:
+    def should_compress_preflight(self, messages: list[ChatMessage]) -> bool:
         """Whether a local estimate of ``messages`` already calls for a compaction before sending."""
         return False
 
@@ -66,7 +67,7 @@ class ContextEngine(ABC):
         """Whether the host should pass the messages' stored index (``compression.message_index``) next time."""
         return False
 
-    def age_tool_results(self, messages: list[Message]) -> AgingResult:
+    def age_tool_results(self, messages: list[ChatMessage]) -> AgingResult:
         """The messages to send with old tool output shrunk (no LLM involved); unchanged by default."""
         return AgingResult(messages=messages)
 

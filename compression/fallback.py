@@ -12,7 +12,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from compression.messages import content_text, function_calls, safe_json_text
+from compression.messages import ChatMessage, content_text, function_calls, safe_json_text
 from compression.sections import (
     ACTIONS_TAKEN,
     CUSTOMER_GOAL,
@@ -21,7 +21,6 @@ from compression.sections import (
     render_sections,
 )
 from compression.summarizer import describe_turn
-from compression.types import Message
 
 FALLBACK_ITEM_CHARS = 240
 FALLBACK_RECENT_TURNS = 4
@@ -48,7 +47,7 @@ def _tool_outcome(content: str) -> str:
     return _one_line(content, 120)
 
 
-def fallback_summary(turns: Sequence[Message], *, first_index: int, previous_summary: str | None) -> str:
+def fallback_summary(turns: Sequence[ChatMessage], *, first_index: int, previous_summary: str | None) -> str:
     """Notes built without an LLM: earlier notes kept, plus customer asks, tool calls and outcomes, last turns."""
     sections = parse_sections(previous_summary) if previous_summary else {}
     customer = [content_text(m.get("content")) for m in turns if m.get("role") == "user"]

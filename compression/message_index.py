@@ -20,9 +20,8 @@ from functools import lru_cache
 from typing import Any
 
 from compression.facts import FactExtractor, Found
-from compression.messages import function_calls
+from compression.messages import ChatMessage, function_calls
 from compression.pruning import PRUNE_MIN_CHARS, is_pruned, remember_shrunk, shrink_tool_output
-from compression.types import Message
 
 INDEX_KEY = "memdesk_index"
 # Changes whenever pruning or extraction would produce something else for the same text, so older indexes are
@@ -44,18 +43,18 @@ def _version(extractor: FactExtractor) -> str:
     return f"{INDEX_VERSION}:{extractor.fingerprint}"
 
 
-def _plain_content(message: Message) -> str | None:
+def _plain_content(message: ChatMessage) -> str | None:
     content = message.get("content")
     if content is None:
         return ""
     return content if isinstance(content, str) else None
 
 
-def _reduces(message: Message, content: str) -> bool:
+def _reduces(message: ChatMessage, content: str) -> bool:
     return message.get("role") == "tool" and len(content) >= PRUNE_MIN_CHARS and not is_pruned(content)
 
 
-def index_message(message: Message, extractor: FactExtractor) -> dict[str, Any] | None:
+def index_message(message: ChatMessage, extractor: FactExtractor) -> dict[str, Any] | None:
     """The index of one message (JSON-serializable), or None when its content is not plain text (or none, as in an
     assistant message that only calls tools). The work fills this process's caches too."""
     content = _plain_content(message)
@@ -72,7 +71,7 @@ def index_message(message: Message, extractor: FactExtractor) -> dict[str, Any] 
     }
 
 
-def warm_caches(message: Message, extractor: FactExtractor) -> None:
+def warm_caches(message: ChatMessage, extractor: FactExtractor) -> None:
     """Do the work of ``index_message`` into this process's caches only, without building the index."""
     content = message.get("content")
     if isinstance(content, str):
@@ -101,7 +100,7 @@ def prime_caches(messages: Iterable[Any], extractor: FactExtractor) -> int:
     return used
 
 
-def _prime_one(message: Message, content: str, index: dict[str, Any], extractor: FactExtractor) -> bool:
+def _prime_one(message: ChatMessage, content: str, index: dict[str, Any], extractor: FactExtractor) -> bool:
     facts, shrunk = index.get("facts"), index.get("shrunk")
     if not isinstance(facts, list):
         return False
@@ -118,7 +117,7 @@ def _prime_one(message: Message, content: str, index: dict[str, Any], extractor:
     return True
 
 
-def _prime_calls(message: Message, calls: list[Any], extractor: FactExtractor) -> None:
+def _prime_calls(message: ChatMessage, calls: list[Any], extractor: FactExtractor) -> None:
     # The calls are read as ``function_calls`` reads them (one stored entry per call with a function part), but
     # without building a FunctionCall each: a long history has a call in every other turn. Arguments that are not
     # text are left to be extracted again.

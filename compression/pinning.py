@@ -22,11 +22,10 @@ from enum import IntEnum
 from typing import NamedTuple
 
 from compression.facts import FactExtractor, normalize_identifier
-from compression.messages import content_text, function_calls
+from compression.messages import ChatMessage, content_text, function_calls
 from compression.pruning import PRUNED_MARKER
 from compression.sections import CRITICAL_CONTEXT, append_to_section
 from compression.tokens import estimate_text_tokens
-from compression.types import Message
 
 PINNED_HEADING_LINE = "- Pinned identifiers from earlier turns (verbatim):"
 CONVERSATION_LINE = "  - said in the conversation:"
@@ -64,7 +63,7 @@ def _rank_of_tool_output(content: str) -> PinRank:
     return PinRank.NOISE if content.startswith(_NOISY_OUTPUT_PREFIXES) else PinRank.TOOL_RESULT
 
 
-def _sources(turns: Sequence[Message]) -> dict[PinRank, list[str]]:
+def _sources(turns: Sequence[ChatMessage]) -> dict[PinRank, list[str]]:
     """The texts of ``turns`` by rank, newest first within a rank."""
     by_rank: dict[PinRank, list[str]] = {rank: [] for rank in PinRank}
     conversation = by_rank[PinRank.CONVERSATION]
@@ -97,7 +96,7 @@ class PinnedIdentifiers:
         self.extractor = extractor
         self.budget_tokens = budget_tokens
 
-    def candidates(self, turns: Sequence[Message], previous_notes: str | None) -> PinSelection:
+    def candidates(self, turns: Sequence[ChatMessage], previous_notes: str | None) -> PinSelection:
         """The best-ranked candidates, enough to fill the budget once (more are extracted when needed)."""
         carried_conversation, carried_tools = _carried(previous_notes)
         texts = _sources(turns)

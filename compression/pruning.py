@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
-from compression.types import Message
+from compression.messages import ChatMessage
 
 PRUNED_MARKER = "[memdesk:pruned]"
 PRUNE_MIN_CHARS = 1_200
@@ -214,7 +214,7 @@ def _shorten_arguments(arguments: str) -> str:
     return shortened
 
 
-def _prune_tool_calls(message: Message) -> Message | None:
+def _prune_tool_calls(message: ChatMessage) -> ChatMessage | None:
     calls = message.get("tool_calls")
     if not isinstance(calls, list):
         return None
@@ -232,8 +232,8 @@ def _prune_tool_calls(message: Message) -> Message | None:
 
 
 def prune_tool_outputs(
-    messages: list[Message], indexes: Iterable[int], *, min_chars: int = PRUNE_MIN_CHARS
-) -> tuple[list[Message], list[int]]:
+    messages: list[ChatMessage], indexes: Iterable[int], *, min_chars: int = PRUNE_MIN_CHARS
+) -> tuple[list[ChatMessage], list[int]]:
     """Prune the tool output at ``indexes`` (the unprotected range).
 
     Returns a new list (unchanged messages are shared, changed ones copied) and the indexes that changed.

@@ -13,8 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from compression.messages import ToolCallPart, content_text, safe_json_text
-from compression.types import Message
+from compression.messages import ChatMessage, ToolCallPart, content_text, safe_json_text
 
 KNOWN_ROLES = frozenset({"system", "user", "assistant", "tool", "developer"})
 UNNAMED_TOOL = "unknown_tool"
@@ -24,7 +23,7 @@ UNNAMED_TOOL = "unknown_tool"
 class Sanitized:
     """The cleaned messages, where each came from in the input, and what was repaired or dropped."""
 
-    messages: list[Message]
+    messages: list[ChatMessage]
     origins: list[int]
     dropped: int = 0
     repaired: int = 0
@@ -88,7 +87,7 @@ def _is_clean(message: dict[str, Any]) -> bool:
     return True
 
 
-def _clean_message(message: dict[str, Any], index: int, notes: list[str]) -> tuple[Message | None, bool]:
+def _clean_message(message: dict[str, Any], index: int, notes: list[str]) -> tuple[ChatMessage | None, bool]:
     role = message.get("role")
     content = message.get("content")
     changed = False
@@ -106,7 +105,7 @@ def _clean_message(message: dict[str, Any], index: int, notes: list[str]) -> tup
         notes.append(f"#{index}: role {str(role)[:20]!r} read as user")
         role, changed = "user", True
     # From here on the message has the shape the rest of the package relies on.
-    cleaned = cast(Message, {**message, "role": role, "content": content})
+    cleaned = cast(ChatMessage, {**message, "role": role, "content": content})
     calls, calls_changed = _clean_tool_calls(message.get("tool_calls"), index, notes)
     if "tool_calls" in message:
         if calls:
@@ -128,7 +127,7 @@ def sanitize_messages(messages: Sequence[Any]) -> Sanitized:
             result.notes.append(f"#{index}: {type(item).__name__} is not a message; dropped")
             continue
         if _is_clean(item):
-            result.messages.append(cast(Message, item))
+            result.messages.append(cast(ChatMessage, item))
             result.origins.append(index)
             continue
         cleaned, changed = _clean_message(item, index, result.notes)
@@ -136,6 +135,6 @@ def sanitize_messages(messages: Sequence[Any]) -> Sanitized:
             result.dropped += 1
             continue
         result.repaired += changed
-        result.messages.append(cleaned if changed else cast(Message, item))
+        result.messages.append(cleaned if changed else cast(ChatMessage, item))
         result.origins.append(index)
     return result

@@ -1,11 +1,10 @@
 """Step 4-5 of a compaction: the structured summary, from an LLM or, when none answers, built deterministically.
 
-The prompt is a Jinja2 template (``templates/prompts/compaction_*.md.j2``, installed as the package
-``memdesk_templates``). It carries the previous notes (so the next compaction updates them instead of summarizing a
-summary), the turns to condense (long ones clipped to their head and tail), the pinned identifiers, the customer's
-latest message and an optional focus topic. No request is larger than the summary model's window: turns that do not
-fit in one request go in consecutive chunks, each updating the notes the previous chunk wrote, so every turn is sent
-exactly once.
+The prompt is a Jinja2 template this package ships (``compression/prompts/compaction_*.md.j2``). It carries the
+previous notes (so the next compaction updates them instead of summarizing a summary), the turns to condense (long ones
+clipped to their head and tail), the pinned identifiers, the customer's latest message and an optional focus topic. No
+request is larger than the summary model's window: turns that do not fit in one request go in consecutive chunks, each
+updating the notes the previous chunk wrote, so every turn is sent exactly once.
 
 ``SummaryWriter`` asks the summary model (``summary_model_override``) first, then retries once on the main model.
 When both fail, it enters an escalating cooldown (``COOLDOWN_STEPS_S``) during which no LLM is asked and the
@@ -26,7 +25,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from compression.dates import parse_timestamp
-from compression.messages import content_text, function_calls
+from compression.messages import ChatMessage, content_text, function_calls
 from compression.sections import SUMMARY_SECTIONS
 from compression.tokens import (
     count_text_tokens,
@@ -34,28 +33,17 @@ from compression.tokens import (
     estimate_text_tokens,
     texts_fit,
 )
-from compression.types import Completion, Message, SummaryLLM, Usage
-
-# The repository's templates/ folder, installed under a name of its own (see pyproject.toml).
-TEMPLATES_PACKAGE = "memdesk_templates"
+from compression.types import Completion, SummaryLLM, Usage
 
 
-def packaged_templates(folder: str) -> Path:
-    """A folder of the installed templates package, read the same from a wheel and from an editable install.
-
-    pip unpacks wheels, so the folder is a real directory, which is what Jinja's FileSystemLoader reads.
-    """
-    try:
-        package = files(TEMPLATES_PACKAGE)
-    except ModuleNotFoundError as error:
-        raise ModuleNotFoundError(
-            f"memdesk's templates (the package {TEMPLATES_PACKAGE}) are not installed; reinstall memdesk "
-            "(`pip install -e .` in a checkout, or `pip install` the wheel)."
-        ) from error
-    return Path(str(package.joinpath(folder)))
+@lru_cache(maxsize=1)
+def default_prompts_dir() -> Path:
+    """The prompt templates this package ships (``compression/prompts``), found through ``importlib.resources`` when
+    first asked for, so importing the package reads no file. pip unpacks wheels, so the folder is a real directory,
+    which is what Jinja's FileSystemLoader reads."""
+    return Path(str(files(__package__ or "compression").joinpath("prompts")))
 
 
-PROMPTS_DIR = packaged_templates("prompts")
 SYSTEM_TEMPLATE = "compaction_system.md.j2"
 REQUEST_TEMPLATE = "compaction_request.md.j2"
 
@@ -72,7 +60,7 @@ SPEAKERS = {"user": "customer", "assistant": "support", "tool": "tool result", "
 
 
 @lru_cache(maxsize=4)
-def prompt_environment(directory: Path = PROMPTS_DIR) -> Environment:
+def prompt_environment(directory: Path) -> Environment:
     """Prompt templates: plain text, so no HTML autoescape; undefined variables are errors."""
     return Environment(
         loader=FileSystemLoader(str(directory)),
@@ -88,7 +76,7 @@ def _system_prompt(directory: Path) -> str:
     return prompt_environment(directory).get_template(SYSTEM_TEMPLATE).render()
 
 
-def load_prompt_templates(directory: Path = PROMPTS_DIR) -> None:
+def load_prompt_templates(directory: Path) -> None:
     """Compile the summary templates now, so a missing or broken template fails at startup, not mid-conversation."""
     environment = prompt_environment(directory)
     environment.get_template(SYSTEM_TEMPLATE)
@@ -133,7 +121,7 @@ def _format_stamp(moment: datetime | None) -> str:
     return f" at {moment.astimezone(UTC).isoformat(' ', 'minutes')[:16]} UTC" if moment else ""
 
 
-def tool_names_by_call_id(messages: Sequence[Message]) -> dict[str, str]:
+def tool_names_by_call_id(messages: Sequence[ChatMessage]) -> dict[str, str]:
     names: dict[str, str] = {}
     for message in messages:
         if message.get("tool_calls"):  # most turns call nothing: skip them without a call
@@ -142,7 +130,7 @@ def tool_names_by_call_id(messages: Sequence[Message]) -> dict[str, str]:
     return names
 
 
-def describe_turn(message: Message, index: int, tool_names: dict[str, str], head: int, tail: int) -> str:
+def describe_turn(message: ChatMessage, index: int, tool_names: dict[str, str], head: int, tail: int) -> str:
     """One turn as summary material: ``[#index role at time] text``, tool calls as ``-> name(args)``.
 
     What this adds to the text is ASCII, so the material of an English conversation is counted by the ASCII fast
@@ -163,7 +151,7 @@ def describe_turn(message: Message, index: int, tool_names: dict[str, str], head
     return "\n".join([described, *calls])
 
 
-def describe_turns(messages: Sequence[Message], first_index: int) -> list[str]:
+def describe_turns(messages: Sequence[ChatMessage], first_index: int) -> list[str]:
     """Every turn as summary material, each long one clipped to its head and tail."""
     names = tool_names_by_call_id(messages)
     return [
@@ -191,7 +179,7 @@ def chunk_turns(parts: list[str], capacity_tokens: int) -> list[list[str]]:
     return chunks
 
 
-def latest_customer_message(messages: Sequence[Message]) -> str:
+def latest_customer_message(messages: Sequence[ChatMessage]) -> str:
     for message in reversed(messages):
         if message.get("role") == "user":
             return _clip(content_text(message.get("content")).strip(), MESSAGE_HEAD_CHARS, MESSAGE_TAIL_CHARS)
@@ -208,9 +196,9 @@ class SummaryRequest:
     focus_topic: str | None
     as_of: datetime | None
     max_tokens: int
-    prompts_dir: Path = PROMPTS_DIR
+    prompts_dir: Path = field(default_factory=default_prompts_dir)
 
-    def build(self, turns_text: str, previous_summary: str | None) -> list[Message]:
+    def build(self, turns_text: str, previous_summary: str | None) -> list[ChatMessage]:
         """The chat messages sent to the summary model for one chunk of turns."""
         environment = prompt_environment(self.prompts_dir)
         request = environment.get_template(REQUEST_TEMPLATE).render(
@@ -278,7 +266,7 @@ class SummaryWriter:
             return [self.override_model, self.main_model]
         return [self.main_model]
 
-    def write(self, build_request: Callable[[], list[Message]], *, max_tokens: int) -> SummaryOutcome:
+    def write(self, build_request: Callable[[], list[ChatMessage]], *, max_tokens: int) -> SummaryOutcome:
         """Ask the models in turn; ``build_request`` is only called when a model will actually be asked."""
         if self.llm is None:
             return SummaryOutcome(text=None, model=None, usage=None)
@@ -325,12 +313,12 @@ class NotesDraft:
 
 def summarize_in_chunks(
     writer: SummaryWriter,
-    turns: Sequence[Message],
+    turns: Sequence[ChatMessage],
     first_index: int,
     request: SummaryRequest,
     *,
     window_tokens: int,
-    fallback: Callable[[Sequence[Message], int, str | None], str],
+    fallback: Callable[[Sequence[ChatMessage], int, str | None], str],
 ) -> NotesDraft:
     """Notes for ``turns``: one request when they fit the summary model's window, else consecutive chunks, each
     updating the notes the previous one wrote. Every turn is sent once; a failed chunk gets fallback notes."""
@@ -343,7 +331,7 @@ def summarize_in_chunks(
         end = start + len(chunk)
         messages = request.build("\n\n".join(chunk), notes)
 
-        def built(messages: list[Message] = messages) -> list[Message]:
+        def built(messages: list[ChatMessage] = messages) -> list[ChatMessage]:
             return messages
 
         outcome = writer.write(built, max_tokens=request.max_tokens)

@@ -12,8 +12,7 @@ import re
 from collections.abc import Sequence
 from functools import lru_cache
 
-from compression.messages import content_text, function_calls
-from compression.types import Message
+from compression.messages import ChatMessage, content_text, function_calls
 
 ASCII_CHARS_PER_TOKEN = 4
 OTHER_CHARS_PER_TOKEN = 2
@@ -84,7 +83,7 @@ def clear_estimate_cache() -> None:
     _estimate_other_text_tokens.cache_clear()
 
 
-def estimate_message_tokens(message: Message) -> int:
+def estimate_message_tokens(message: ChatMessage) -> int:
     """Estimated tokens of one chat message, tool calls included."""
     content = message.get("content")
     # Plain text is the common case: read it without a call (every trigger check estimates a whole context).
@@ -98,7 +97,7 @@ def estimate_message_tokens(message: Message) -> int:
     return tokens
 
 
-def estimate_messages_tokens(messages: list[Message]) -> int:
+def estimate_messages_tokens(messages: list[ChatMessage]) -> int:
     """Estimated tokens of a whole chat sequence (items that are not messages count nothing)."""
     total = 0
     for message in messages:  # every trigger check runs this over the whole context: text turns are read inline

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 from compression.assembly import notes_message
 from compression.compressor import ContextCompressor
+from compression.messages import ChatMessage
 from compression.sanitize import sanitize_messages
-from compression.types import KeyDecision, Message, Usage
+from compression.types import KeyDecision, Usage
 
 
 @dataclass(frozen=True)
@@ -26,11 +27,11 @@ class TranscriptSummary:
 
 
 def summarize_transcript(
-    engine: ContextCompressor, turns: list[Message], *, previous_notes: str | None = None
+    engine: ContextCompressor, turns: list[ChatMessage], *, previous_notes: str | None = None
 ) -> TranscriptSummary:
     """Notes and key decisions for ``turns`` (which must hold at least one message)."""
     clean = sanitize_messages(turns).messages
-    head: list[Message] = []
+    head: list[ChatMessage] = []
     previous: tuple[int, str] | None = None
     if previous_notes:
         head = [notes_message(previous_notes, role="user")]

@@ -11,8 +11,9 @@ import time
 from compression.assembly import repair_tool_sequence
 from compression.boundaries import leading_system_count, must_keep_start
 from compression.engine import ContextEngine, register_engine, trace_event
+from compression.messages import ChatMessage
 from compression.tokens import estimate_message_tokens, estimate_messages_tokens
-from compression.types import CompressionResult, ContextOverflowError, Message, Usage
+from compression.types import CompressionResult, ContextOverflowError, Usage
 
 DEFAULT_THRESHOLD_PERCENT = 0.50
 TARGET_SHARE_OF_THRESHOLD = 0.60
@@ -45,11 +46,11 @@ class TruncationEngine(ContextEngine):
         tokens = self.last_prompt_tokens if prompt_tokens is None else prompt_tokens
         return tokens >= self.threshold_tokens
 
-    def should_compress_preflight(self, messages: list[Message]) -> bool:
+    def should_compress_preflight(self, messages: list[ChatMessage]) -> bool:
         return self.should_compress(estimate_messages_tokens(messages))
 
     def compress(
-        self, messages: list[Message], *, current_tokens: int | None = None, focus_topic: str | None = None
+        self, messages: list[ChatMessage], *, current_tokens: int | None = None, focus_topic: str | None = None
     ) -> CompressionResult:
         started = time.perf_counter()
         before = estimate_messages_tokens(messages)

@@ -15,12 +15,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any, Literal, Protocol, TypeAlias
+from typing import Any, Literal, Protocol
 
 from compression.messages import ChatMessage
 
 # The chat message of the OpenAI wire format, as every engine and the host handle it (``compression.messages``).
-Message: TypeAlias = ChatMessage
 
 KeyDecisionKind = Literal["decision", "promise", "preference"]
 
@@ -55,7 +54,7 @@ class SummaryLLM(Protocol):
     Implementations enforce their own timeout and raise any exception on failure.
     """
 
-    def complete(self, messages: list[Message], *, model: str, max_tokens: int) -> Completion: ...
+    def complete(self, messages: list[ChatMessage], *, model: str, max_tokens: int) -> Completion: ...
 
 
 @dataclass(frozen=True)
@@ -83,7 +82,7 @@ class KeyDecision:
 class CompressionResult:
     """The outcome of one ``ContextEngine.compress`` call."""
 
-    messages: list[Message]
+    messages: list[ChatMessage]
     summary: str | None
     key_decisions: list[KeyDecision]
     compacted_range: tuple[int, int] | None

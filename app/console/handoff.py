@@ -37,7 +37,6 @@ from compression.sections import (
     parse_sections,
 )
 from compression.summarizer import SummaryRequest, SummaryWriter, latest_customer_message, summarize_in_chunks
-from compression.types import Message as CompressionMessage
 
 HANDOFF_MAX_TOKENS = 600
 HANDOFF_FOCUS = "handing this conversation to a human agent: what the customer wants, what was tried, what was promised"
@@ -134,7 +133,7 @@ def write_handoff_summary(
         return None
     through = max(ids) if ids else compaction.last_message_id if compaction else 0
     writer = SummaryWriter(gateway, main_model=gateway.chat_model, override_model=settings.summary_model_override)
-    material: list[CompressionMessage] = list(turns)
+    material: list[ChatMessage] = list(turns)
     request = SummaryRequest(
         previous_summary=previous,
         pinned="",

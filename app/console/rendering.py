@@ -23,8 +23,8 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
+from app.infra.templates import packaged_templates
 from app.models import utc_now
-from compression.summarizer import packaged_templates
 
 TEMPLATES_DIR = packaged_templates("console")
 MARKDOWN_TAGS = frozenset(

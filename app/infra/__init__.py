@@ -2,6 +2,7 @@
 
 - ``logs``: one logging configuration, text or JSON lines, request and conversation ids, secrets redacted.
 - ``metrics``: the Prometheus registry of one app.
+- ``templates``: where the app's Jinja2 templates are installed, and the agent's prompt environment.
 - ``pid_files``: records of running processes under the data directory.
 - ``worker_pool``: ``BoundedWorkerPool``, threads with timeouts for calls into dependencies that may hang.
 """

@@ -20,7 +20,8 @@ from app.llm.responses import ChatResponse, checked_completion, first_choice, re
 from app.llm.streaming import StreamAssembler
 from app.llm.usage import Purpose, UsageLedger
 from app.settings import ModelPrice, Settings
-from compression.types import Completion, Message, Usage
+from compression.messages import ChatMessage
+from compression.types import Completion, Usage
 
 logger = logging.getLogger(__name__)
 
@@ -148,7 +149,7 @@ class LLMGateway:
 
     async def chat(
         self,
-        messages: Sequence[Message],
+        messages: Sequence[ChatMessage],
         *,
         tools: Sequence[Mapping[str, Any]] | None = None,
         stream: bool = False,
@@ -220,7 +221,7 @@ class LLMGateway:
 
     # complete (SummaryLLM) --------------------------------------------------------------------------------------
 
-    def complete(self, messages: list[Message], *, model: str, max_tokens: int) -> Completion:
+    def complete(self, messages: list[ChatMessage], *, model: str, max_tokens: int) -> Completion:
         """A blocking completion for the compressor; the text may be empty (the compressor judges it)."""
         on_summary_endpoint = self.summary_model is not None and model == self.summary_model
         client = self._summary_sync if on_summary_endpoint else self._chat_sync
@@ -301,7 +302,7 @@ def _secret_value(key: str | SecretStr) -> str:
     return key.get_secret_value() if isinstance(key, SecretStr) else key
 
 
-def wire_messages(messages: Sequence[Message]) -> list[ChatCompletionMessageParam]:
+def wire_messages(messages: Sequence[ChatMessage]) -> list[ChatCompletionMessageParam]:
     """Messages as the API accepts them: only API keys, and no empty ``tool_calls`` list (OpenAI rejects it)."""
     wire: list[dict[str, Any]] = []
     for message in messages:
@@ -314,7 +315,7 @@ def wire_messages(messages: Sequence[Message]) -> list[ChatCompletionMessagePara
 
 def chat_body(
     model: str,
-    messages: Sequence[Message],
+    messages: Sequence[ChatMessage],
     tools: Sequence[Mapping[str, Any]] | None,
     *,
     stream: bool,

@@ -11,8 +11,8 @@ from openai.types.chat.chat_completion import Choice
 from openai.types.chat.chat_completion_message_tool_call import ChatCompletionMessageToolCallUnion
 
 from app.llm.errors import MalformedResponse
-from compression.messages import ToolCallPart
-from compression.types import Message, Usage
+from compression.messages import ChatMessage, ToolCallPart
+from compression.types import Usage
 
 
 @dataclass(frozen=True)
@@ -43,9 +43,9 @@ class ChatResponse:
         """The model stopped at its output limit; the content is incomplete."""
         return self.finish_reason == "length"
 
-    def to_message(self) -> Message:
+    def to_message(self) -> ChatMessage:
         """The assistant message to append to the conversation before running the tool calls."""
-        message: Message = {"role": "assistant", "content": self.content}
+        message: ChatMessage = {"role": "assistant", "content": self.content}
         if self.tool_calls:
             message["tool_calls"] = [call.to_message_part() for call in self.tool_calls]
         return message

@@ -31,7 +31,7 @@ from app.models.sync import SyncRunStatus
 from app.settings import Settings
 from app.sync.conversation import ConversationSync, ConversationSyncer, EngineFactory, Outcome
 from app.sync.upkeep import MemoryUpkeep, UpkeepReport, run_upkeep
-from app.turns.engines import default_compressor
+from app.turns.context_engines import default_compressor
 from memory.outbox import ConclusionOutbox, DeliveryReport
 from memory.store import CustomerMemory
 

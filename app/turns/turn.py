@@ -50,7 +50,7 @@ from app.settings import Settings
 from app.tools import ToolContext, ToolRegistry
 from app.turns.awaiting import SILENT_STATUSES
 from app.turns.context import load_context, record_compaction, with_compaction_record
-from app.turns.engines import (
+from app.turns.context_engines import (
     ContextEngines,
     EngineFactory,
     TurnFailure,

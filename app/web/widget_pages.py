@@ -26,9 +26,9 @@ from sqlmodel import col, select
 from app.demo_shop.catalog import PRODUCTS
 from app.demo_shop.generator import DEMO_CUSTOMER_EXTERNAL_ID
 from app.identity import shop_identity_hmac
+from app.infra.templates import packaged_templates
 from app.models import Customer
 from app.web.deps import ServicesDep, SessionDep
-from compression.summarizer import packaged_templates
 
 router = APIRouter(tags=["widget"])
 

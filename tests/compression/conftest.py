@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from compression.types import Completion, Message, Usage
+from compression.messages import ChatMessage
+from compression.types import Completion, Usage
 
 BASE_TIME = datetime(2026, 11, 27, 9, 0, tzinfo=UTC)  # a Friday
 
@@ -25,7 +26,7 @@ class FakeSummaryLLM:
         self.behaviour: dict[str, Any] = {}
         self.default = default
 
-    def complete(self, messages: list[Message], *, model: str, max_tokens: int) -> Completion:
+    def complete(self, messages: list[ChatMessage], *, model: str, max_tokens: int) -> Completion:
         self.calls.append({"model": model, "max_tokens": max_tokens, "messages": messages})
         behaviour = self.behaviour.get(model, self.default)
         if isinstance(behaviour, BaseException):
@@ -82,7 +83,7 @@ class ConversationBuilder:
     """Appends realistic support turns with timestamps and matching tool-call ids."""
 
     def __init__(self, system: str = "You are the support assistant of Acme Shop.") -> None:
-        self.messages: list[Message] = [{"role": "system", "content": system}]
+        self.messages: list[ChatMessage] = [{"role": "system", "content": system}]
         self.minute = 0
         self.calls = 0
 

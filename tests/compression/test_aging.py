@@ -8,9 +8,9 @@ from typing import Any
 
 from compression import ContextCompressor
 from compression.aging import age_tool_results
+from compression.messages import ChatMessage
 from compression.pruning import PRUNED_MARKER
 from compression.tokens import estimate_messages_tokens
-from compression.types import Message
 from tests.compression.conftest import ConversationBuilder, FakeSummaryLLM, order_payload
 
 ERROR_OUTPUT = json.dumps(
@@ -32,7 +32,7 @@ def tool_turns(count: int, start: int = 0) -> ConversationBuilder:
     return builder
 
 
-def stubs(messages: list[Message]) -> list[str]:
+def stubs(messages: list[ChatMessage]) -> list[str]:
     return [m["content"] for m in messages if m.get("role") == "tool" and m["content"].startswith(PRUNED_MARKER)]
 
 

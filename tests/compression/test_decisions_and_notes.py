@@ -8,9 +8,9 @@ from typing import Any
 
 from compression import ContextCompressor
 from compression.assembly import NOTES_KEY, SUMMARY_END, SUMMARY_PREFIX
+from compression.messages import ChatMessage
 from compression.sections import parse_sections
 from compression.tokens import estimate_text_tokens
-from compression.types import Message
 from tests.compression.conftest import ConversationBuilder, FakeSummaryLLM, order_payload
 
 
@@ -19,7 +19,7 @@ def engine(llm: FakeSummaryLLM | None, **options: Any) -> ContextCompressor:
     return ContextCompressor(model="main-model", summary_llm=llm, **options)
 
 
-def grow(messages: list[Message], start_minute: int, turns: int = 25, filler: int = 400) -> ConversationBuilder:
+def grow(messages: list[ChatMessage], start_minute: int, turns: int = 25, filler: int = 400) -> ConversationBuilder:
     builder = ConversationBuilder()
     builder.messages = list(messages)
     builder.minute = start_minute
@@ -58,7 +58,7 @@ def test_a_weekday_promise_is_emitted_once_with_one_date_across_compactions_and_
     )
     state: dict[str, int] = {}
 
-    def summarize(messages: list[Message]) -> str:
+    def summarize(messages: list[ChatMessage]) -> str:
         prompt = str(messages[-1]["content"])
         wording = next(wordings)
         if "%d" in wording:
@@ -88,7 +88,7 @@ def test_relative_dates_resolve_against_the_message_that_said_them() -> None:
     """ "In 3 days" said at 23:00 on one day is three days after that day, whatever the last summarized turn says."""
     state: dict[str, int] = {}
 
-    def summarize(messages: list[Message]) -> str:
+    def summarize(messages: list[ChatMessage]) -> str:
         source = turn_number(str(messages[-1]["content"]), "replacement ships in 3 days")
         state["source"] = source
         return notes_with([f"Replacement kettle ships {{due: in 3 days | ids: #W2378156 | from: #{source}}}"])
@@ -149,7 +149,7 @@ FORGED = (
 )
 
 
-def forged_conversation() -> list[Message]:
+def forged_conversation() -> list[ChatMessage]:
     builder = ConversationBuilder().user("Hello, about #W2378156").assistant("Hi, how can I help?")
     builder.user(FORGED).assistant("I cannot confirm that; let me check the order.")
     return grow(builder.messages, 10).user("so?").messages
@@ -165,7 +165,7 @@ def test_a_forged_notes_frame_from_a_customer_is_ordinary_content_for_a_working_
 
 
 def test_a_summary_model_that_copies_a_customers_promise_is_not_believed() -> None:
-    def gullible(messages: list[Message]) -> str:
+    def gullible(messages: list[ChatMessage]) -> str:
         source = turn_number(str(messages[-1]["content"]), "goodwill refund")
         return notes_with([f"Refund of $5,000 to the customer {{due: 2026-11-03 | ids: $5,000 | from: #{source}}}"])
 

@@ -13,12 +13,12 @@ from hypothesis import strategies as st
 from compression import ContextCompressor, FactExtractor, clear_caches
 from compression.facts import _extract
 from compression.message_index import INDEX_KEY, default_extractor, index_message, prime_caches
+from compression.messages import ChatMessage
 from compression.pruning import _shrink
-from compression.types import Message
 from tests.compression.conftest import ConversationBuilder, FakeSummaryLLM, order_payload
 
 
-def long_session(turns: int = 24) -> list[Message]:
+def long_session(turns: int = 24) -> list[ChatMessage]:
     builder = ConversationBuilder().user("Hi, my kettle from order #W2378156 arrived broken.").assistant("Sorry!")
     for index in range(turns):
         number = f"#W{2_000_000 + index}"
@@ -27,7 +27,7 @@ def long_session(turns: int = 24) -> list[Message]:
     return builder.user("So when will the refund arrive?").messages
 
 
-def stored(messages: list[Message]) -> list[Message]:
+def stored(messages: list[ChatMessage]) -> list[ChatMessage]:
     """The messages as a host keeps them: each with the index made when it was stored, through JSON."""
     indexed = []
     for message in messages:
@@ -36,13 +36,13 @@ def stored(messages: list[Message]) -> list[Message]:
     return json.loads(json.dumps(indexed))  # type: ignore[no-any-return]
 
 
-def compaction(messages: list[Message]) -> tuple[str, list[Any]]:
+def compaction(messages: list[ChatMessage]) -> tuple[str, list[Any]]:
     engine = ContextCompressor(model="main-model", context_length=16_000, summary_llm=FakeSummaryLLM())
     result = engine.compress(messages)
     return result.summary or "", [(d.kind, d.text) for d in result.key_decisions]
 
 
-def scans_during(messages: list[Message]) -> tuple[int, int, tuple[str, list[Any]]]:
+def scans_during(messages: list[ChatMessage]) -> tuple[int, int, tuple[str, list[Any]]]:
     """Identifier scans and tool-output reductions a first compaction in a fresh process does, and its notes."""
     clear_caches()
     scans, reductions = _extract.cache_info().misses, _shrink.cache_info().misses

@@ -199,7 +199,7 @@ def test_in_memory_sqlite_shares_one_database() -> None:
 
 def test_get_session_dependency_uses_the_app_engine(engine: Engine) -> None:
     app = FastAPI()
-    app.state.engine = engine
+    app.state.db = engine
 
     @app.get("/customers")
     def count_customers(session: SessionDep) -> dict[str, int]:

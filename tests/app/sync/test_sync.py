@@ -16,7 +16,7 @@ from sqlmodel import select
 from app.models import Compaction, Conclusion, Conversation, SyncRun
 from app.sync import SyncAlreadyRunningError, SyncOptions, SyncRunner, exclusive_sync
 from app.sync.conversation import Outcome
-from app.turns.engines import default_compressor
+from app.turns.context_engines import default_compressor
 from tests.support.live_app import LiveApp, run_live_app
 from tests.support.scripted_llm import RecordedRequest, ScriptedLLMServer, ScriptedReply
 from tests.support.settings import CHAT_MODEL, SUMMARY_MODEL, app_settings

@@ -8,8 +8,9 @@ from typing import Any
 from app.models import Conversation, ConversationStatus
 from app.turns.turn import FALLBACK_REPLY
 from compression import ContextCompressor
+from compression.messages import ChatMessage
 from compression.tokens import estimate_messages_tokens
-from compression.types import CompressionResult, Message
+from compression.types import CompressionResult
 from tests.support.live_app import run_live_app
 from tests.support.scripted_llm import RecordedRequest, ScriptedLLMServer, ScriptedReply
 from tests.support.settings import CHAT_MODEL, SUMMARY_MODEL, app_settings
@@ -20,7 +21,7 @@ class CrashingCompressor(ContextCompressor):
 
     calls = 0
 
-    def compress(self, messages: list[Message], **options: Any) -> CompressionResult:
+    def compress(self, messages: list[ChatMessage], **options: Any) -> CompressionResult:
         CrashingCompressor.calls += 1
         raise KeyError("a bug in the compressor")
 
