@@ -17,14 +17,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from sqlalchemy import Engine
 
 from app.customer_memory.service import MemoryService, build_memory_service
 from app.db import create_db_engine, upgrade
-from app.demo_shop import shop_tools
 from app.identity import VisitorTokens
 from app.infra.metrics import Metrics
 from app.infra.templates import prompt_environment
@@ -36,7 +35,7 @@ from app.settings import Settings
 from app.sync import SyncOptions, SyncReport, SyncSchedule, app_sync_runner, exclusive_sync, options_from, parse_sync_at
 from app.sync.runner import latest_sync_run
 from app.sync.timetable import SyncTimetable
-from app.tools import ToolRegistry, build_tool_registry
+from app.tools import Tool, ToolRegistry, build_tool_registry
 from app.turns.context_engines import EngineFactory
 from app.turns.ownership import turn_ownership_for
 from app.turns.recall import MemorySection
@@ -146,14 +145,21 @@ def shared_state(settings: Settings, db: Engine) -> tuple[EventBroker, VisitorRa
     return EventBroker(), RateLimiter(settings.visitor_messages_per_minute)
 
 
+def demo_shop_tools(settings: Settings) -> list[Tool[Any]]:
+    """The demo shop's tools when ``MEMDESK_DEMO_SHOP`` is on, else none (a real shop's come from the tools file)."""
+    if not settings.demo_shop:
+        return []
+    from app.demo_shop import shop_tools  # a desk without the demo shop never loads its code
+
+    return shop_tools()
+
+
 async def build_services(settings: Settings, seams: ServiceOverrides = ServiceOverrides()) -> Services:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     db = create_db_engine(settings.resolved_database_url)
     upgrade(db)
     gateway = seams.gateway or LLMGateway.from_settings(settings)
-    tools = build_tool_registry(
-        tools=shop_tools() if settings.demo_shop else (), tools_config_path=settings.tools_config_path
-    )
+    tools = build_tool_registry(tools=demo_shop_tools(settings), tools_config_path=settings.tools_config_path)
     broker, message_limiter = shared_state(settings, db)
     metrics = Metrics()
     metrics.watch_ledger(gateway.ledger)

@@ -30,8 +30,8 @@ from app.llm import UsageLedger
 from app.models import Conclusion
 from app.sync import SyncOptions, SyncRunner
 from compression import ContextCompressor
+from compression.messages import ChatMessage
 from compression.types import Completion, Usage
-from compression.types import Message as ChatMessage
 from memory.config import EmbedderKind, MemoryOptions, VectorStoreKind
 from memory.outbox import ConclusionOutbox
 from memory.store import CustomerMemory

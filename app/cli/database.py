@@ -1,4 +1,7 @@
-"""``memdesk migrate`` and ``memdesk seed-demo``: the schema, and the demo shop's customers and orders."""
+"""``memdesk migrate`` and ``memdesk seed-demo``: the schema, and the demo shop's customers and orders.
+
+``seed-demo`` loads the demo shop's code only when it runs, so every other command works without it.
+"""
 
 from __future__ import annotations
 
@@ -13,8 +16,6 @@ from app.cli.common import DatabaseUrlOption, database_errors_explained, load_se
 from app.customer_memory.options import memory_options
 from app.customer_memory.outbox import SqlOutboxRepository
 from app.db import create_db_engine, current_revision, migrate
-from app.demo_shop import DEMO_BASE_DATE, seed_demo
-from app.demo_shop.history import seed_history
 from app.settings import Settings
 from memory.migrate import upgrade_embedded_store
 from memory.outbox import ConclusionOutbox
@@ -34,11 +35,8 @@ def migrate_command(database_url: DatabaseUrlOption = None) -> None:
     print(f"The database at {printable_url(url)} is up to date (revision {revision}).")
 
 
-def parse_base_date(text: str | datetime) -> datetime:
-    """An ISO date or date-time; one without a time zone is taken as UTC. (typer hands the default, a datetime,
-    to the parser as well.)"""
-    if isinstance(text, datetime):
-        return text if text.tzinfo else text.replace(tzinfo=UTC)
+def parse_base_date(text: str) -> datetime:
+    """An ISO date or date-time; one without a time zone is taken as UTC."""
     try:
         value = datetime.fromisoformat(text)
     except ValueError as error:
@@ -47,19 +45,22 @@ def parse_base_date(text: str | datetime) -> datetime:
 
 
 BaseDateOption = Annotated[
-    datetime,
+    datetime | None,
     typer.Option(
         "--base-date",
         parser=parse_base_date,
         metavar="DATE",
-        show_default=f"{DEMO_BASE_DATE:%Y-%m-%d}",
+        show_default="the demo's fixed date",
         help="the demo's 'today': order dates and deliveries are relative to it",
     ),
 ]
 
 
-def seed_demo_command(base_date: BaseDateOption = DEMO_BASE_DATE, database_url: DatabaseUrlOption = None) -> None:
+def seed_demo_command(base_date: BaseDateOption = None, database_url: DatabaseUrlOption = None) -> None:
     """Fill the database with the demo shop and two customers' earlier conversations (safe to run again)."""
+    from app.demo_shop import DEMO_BASE_DATE, seed_demo
+    from app.demo_shop.history import seed_history
+
     settings = load_settings(database_url)
     url = settings.resolved_database_url
     with database_errors_explained():
@@ -67,7 +68,7 @@ def seed_demo_command(base_date: BaseDateOption = DEMO_BASE_DATE, database_url: 
         engine = create_db_engine(url)
         try:
             with Session(engine) as session:
-                report = seed_demo(session, base_date=base_date)
+                report = seed_demo(session, base_date=base_date or DEMO_BASE_DATE)
                 history = seed_history(session)
             print(report.describe())
             print(history.describe())

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
@@ -26,6 +27,7 @@ from app.models import (
     ShipmentStatus,
     ShippingAddress,
 )
+from app.tools.references import ReferencePattern
 from app.tools.registry import ErrorCode, ToolContext, ToolError
 from app.tools.typed import ToolArguments, TypedTool
 
@@ -37,6 +39,18 @@ CURRENCY_SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£"}
 COUNTED_REFUND_STATUSES = (RefundStatus.REQUESTED, RefundStatus.APPROVED)
 
 _ORDER_NUMBER = re.compile(r"#?\s*W?\s*(\d{7})", re.IGNORECASE)
+# How customers write these numbers in a message: "#W2378156", "W2378156", "#2378156", "order 2378156". Stricter
+# than ``_ORDER_NUMBER``: any seven digits in a sentence (a phone number, a postcode) are not an order.
+ORDER_REFERENCE = ReferencePattern(
+    re.compile(
+        r"(?<![\w#])#?\s?W\s?(\d{7})\b|(?<![\w#])#(\d{7})\b|\border\s*(?:number|no\.?|nr\.?|#)?\s*:?\s*(\d{7})\b",
+        re.IGNORECASE,
+    ),
+    argument="order_number",
+    template="#W{}",
+)
+# "My order" means the one order a customer placed within this many days, and only when there is one.
+RECENT_ORDER_DAYS = 30
 
 SHIPMENT_STATUS_MEANINGS = {
     ShipmentStatus.LABEL_CREATED: "The label is printed; the carrier has not picked the parcel up yet.",
@@ -238,6 +252,14 @@ class GetOrderTool(TypedTool[OrderNumberArguments]):
         "refunds, how much can still be refunded, and which actions the order still allows."
     )
     arguments_model = OrderNumberArguments
+    reference_patterns = (ORDER_REFERENCE,)
+
+    def single_recent_order(self, context: ToolContext) -> str | None:
+        since = datetime.now(UTC) - timedelta(days=RECENT_ORDER_DAYS)
+        conditions = (Order.customer_id == context.customer_id, col(Order.placed_at) >= since)
+        # Two rows at most answer "exactly one?" in one query.
+        numbers = list(context.session.exec(select(Order.number).where(*conditions).limit(2)))
+        return numbers[0] if len(numbers) == 1 else None
 
     def run(self, arguments: OrderNumberArguments, context: ToolContext) -> dict[str, Any]:
         session = context.session

@@ -1,7 +1,10 @@
-"""The demo shop: products, orders and their items, shipments, refunds, and help-center articles.
+"""The demo shop's tables (products, orders and their items, shipments, refunds), and help-center articles.
 
-These tables back the built-in shop tools and the ``memdesk seed-demo`` data. A real shop usually keeps this data in
-its own system and plugs in through config-file HTTP tools instead; the help articles stay useful either way.
+The shop tables belong to ``app.demo_shop``: they back its tools and the ``memdesk seed-demo`` data, and live here
+because the migrations create every table from ``app.models``. Outside the demo shop only ``app.privacy`` reads
+them, as they hold customers' data to export and erase. A real shop keeps this data in its own system and plugs in
+through config-file HTTP tools instead. The help articles are the desk's own (``app.tools.help_center``), whichever
+shop it serves.
 Money is integer cents plus an ISO 4217 currency code; ``Order.total_cents`` is what the customer paid.
 """
 

@@ -4,9 +4,10 @@
 - ``typed``: tools whose arguments are a pydantic model; ``confirmation``: how a customer's explicit "yes" is read.
 - ``help_center``, ``handoff``: help-article search; transfer to a human.
 - ``http_tools``, ``json_schema``: tools declared in a JSON/TOML file that call the shop's own API.
+- ``references``: how a read-only lookup declares the identifiers it takes, so a turn can run it before the model.
 
 Every tool registers the same way: ``build_tool_registry`` takes the support tools, the tools a caller adds (the
-demo shop's, ``app.demo_shop.shop_tools``) and the HTTP tools of the config file.
+demo shop's, ``app.demo_shop.shop_tools``, when it is switched on) and the HTTP tools of the config file.
 """
 
 from __future__ import annotations

@@ -9,7 +9,12 @@ A file holds a list of tools (``{"tools": [...]}`` in JSON, ``[[tools]]`` tables
   (``${VAR}`` also works in ``url``, for the API's base address);
 - ``timeout_s`` (default ``DEFAULT_TIMEOUT_S``) and, for write actions, ``confirmation``: a sentence template
   such as ``"Subscription {subscription_id} will be paused."`` which makes the tool require the customer's explicit
-  confirmation, exactly like the built-in write tools.
+  confirmation, exactly like the built-in write tools;
+- for a read-only lookup, optionally ``reference_pattern``: a regular expression for the identifier it takes as a
+  customer writes it (an order number). When a message names one, the turn runs the tool before calling the model
+  and keeps its answer only if it succeeded (``app.tools.references``); the match's first non-empty group, or the
+  whole match, fills the tool's one required string parameter. Such a tool has no ``confirmation``, and its url
+  uses ``{customer_external_id}``, so that the shop answers only with the customer's own data.
 
 Arguments not used in the URL go to the query string (GET, DELETE) or to a JSON body (POST, PUT, PATCH). The
 response must be JSON; timeouts, connection failures, HTTP errors, non-JSON and oversized bodies all come back as
@@ -34,6 +39,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from app.tools.json_schema import check_schema, validate
+from app.tools.references import ReferencePattern
 from app.tools.registry import (
     CONFIRMED_ARGUMENT,
     CONFIRMED_DESCRIPTION,
@@ -73,6 +79,7 @@ class HttpToolSpec(BaseModel):
     headers: dict[str, str] = Field(default_factory=dict)
     timeout_s: float = Field(default=DEFAULT_TIMEOUT_S, gt=0, le=MAX_TIMEOUT_S)
     confirmation: str | None = Field(default=None, min_length=1)
+    reference_pattern: str | None = Field(default=None, min_length=1)
 
     @field_validator("method", mode="before")
     @classmethod
@@ -110,6 +117,9 @@ class HttpTool(Tool[dict[str, Any]]):
         self._client = client
         self._owns_client = owns_client
         self._url_placeholders = _PLACEHOLDER.findall(spec.url)
+        if spec.reference_pattern is not None:
+            argument = spec.parameters["required"][0]
+            self.reference_patterns = (ReferencePattern(re.compile(spec.reference_pattern), argument),)
 
     def parameters_schema(self) -> dict[str, Any]:
         schema = json.loads(json.dumps(self.spec.parameters))  # a deep copy the caller may modify
@@ -297,10 +307,33 @@ def _checked_spec(spec: HttpToolSpec, environ: Mapping[str, str], source: str) -
         for name in _PLACEHOLDER.findall(spec.confirmation):
             if name not in declared:
                 problems.append(f"the confirmation uses {{{name}}}, which is not one of the parameters")
+    if spec.reference_pattern is not None:
+        problems += _reference_problems(spec, url)
     if problems:
         raise ToolConfigError(f"{where} is invalid: {'; '.join(problems)}.")
     headers = {key: _substitute_env(value, environ, f"{where} (header {key})") for key, value in spec.headers.items()}
     return spec.model_copy(update={"url": url, "headers": headers})
+
+
+def _reference_problems(spec: HttpToolSpec, url: str) -> list[str]:
+    """What keeps a tool with a ``reference_pattern`` from being run without the model asking for it."""
+    assert spec.reference_pattern is not None
+    try:
+        matches_empty = re.compile(spec.reference_pattern).fullmatch("") is not None
+    except re.error as exc:
+        return [f"the reference_pattern is not a regular expression ({exc})"]
+    problems = ["the reference_pattern matches an empty text"] if matches_empty else []
+    if spec.confirmation is not None:
+        problems.append("a tool with a reference_pattern runs before the model is called: it cannot need confirmation")
+    if f"{{{CUSTOMER_ID_PLACEHOLDER}}}" not in url:
+        problems.append(f"a tool with a reference_pattern must use {{{CUSTOMER_ID_PLACEHOLDER}}} in its url")
+    required = spec.parameters.get("required")
+    properties = spec.parameters.get("properties")
+    single = required[0] if isinstance(required, list) and len(required) == 1 else None
+    declared = properties.get(single) if isinstance(properties, dict) and isinstance(single, str) else None
+    if not isinstance(declared, dict) or declared.get("type") != "string":
+        problems.append("a tool with a reference_pattern needs exactly one required parameter, a string, to fill")
+    return problems
 
 
 def parse_http_tools(data: object, *, source: str, environ: Mapping[str, str] | None = None) -> list[HttpToolSpec]:

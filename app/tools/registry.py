@@ -36,6 +36,7 @@ from typing import Any, Generic, TypeVar
 from sqlmodel import Session
 
 from app.tools.confirmation import customer_confirmed_in_messages
+from app.tools.references import ReferencePattern
 
 logger = logging.getLogger(__name__)
 
@@ -122,6 +123,9 @@ class Tool(ABC, Generic[ArgsT]):
     description: str
     requires_confirmation: bool = False
     hands_off_to_human: bool = False
+    # Read-only lookups only: the identifiers it takes, as a customer writes them (app.tools.references). The turn
+    # then runs it before calling the model when a message names one.
+    reference_patterns: tuple[ReferencePattern, ...] = ()
 
     @abstractmethod
     def parameters_schema(self) -> dict[str, Any]:
@@ -138,6 +142,11 @@ class Tool(ABC, Generic[ArgsT]):
     @abstractmethod
     def run(self, arguments: ArgsT, context: ToolContext) -> dict[str, Any]:
         """Do the work and return a JSON-serialisable payload; raise ``ToolError`` for expected refusals."""
+
+    def single_recent_order(self, context: ToolContext) -> str | None:
+        """Order lookups: the reference of the customer's only recent order (what "my order" means), None when they
+        have none or several. The default knows of no orders."""
+        return None
 
     def openai_spec(self) -> dict[str, Any]:
         return {
@@ -177,6 +186,11 @@ class ToolRegistry:
     def register(self, tool: Tool[Any]) -> None:
         if tool.name in self._tools:
             raise ToolConfigError(f"A tool named {tool.name!r} is already registered; tool names must be unique.")
+        if tool.reference_patterns and tool.requires_confirmation:
+            raise ToolConfigError(
+                f"The tool {tool.name!r} asks for confirmation and declares reference patterns; only read-only "
+                "lookups may run before the model is called."
+            )
         self._tools[tool.name] = tool
         self._specs = None
 
@@ -191,6 +205,10 @@ class ToolRegistry:
         if self._specs is None:
             self._specs = [tool.openai_spec() for tool in self._tools.values()]
         return self._specs
+
+    def reference_tools(self) -> list[Tool[Any]]:
+        """The read-only lookups that declare reference patterns, in registration order."""
+        return [tool for tool in self._tools.values() if tool.reference_patterns]
 
     def write_tool_names(self) -> frozenset[str]:
         return frozenset(name for name, tool in self._tools.items() if tool.requires_confirmation)

@@ -8,12 +8,15 @@ customer's latest message has nothing after it (a recovered or repeated turn doe
 2. An explicit request for a person (``app.turns.handoff_request``) hands off through the ``transfer_to_human`` tool,
    without an LLM call: the tool call and its result are stored like the model's own, the console shows the handoff
    note (an audit event), and the customer gets a clear message in their language.
-3. Prefetch (``MEMDESK_PREFETCH``): when the message names one of the customer's own orders (``#W1234567``), or a
-   verified customer asks about "my order" and has exactly one recent order, ``get_order`` runs through the tool
-   registry; a help-centre question whose best article wins clearly gets ``search_help_articles``. Each lookup is
-   stored and added to the context as a tool call and its result, so the model only has to phrase the answer: one
-   LLM round trip less per question, with any model. The embedded demo model cannot even copy a tracking number
-   reliably: for it, the reply is written from the lookups (``app.turns.fact_replies``) and no model is called.
+3. Prefetch (``MEMDESK_PREFETCH``): when the message names an identifier a read-only tool declares
+   (``app.tools.references``: the demo shop's ``#W1234567``, a config-file tool's ``reference_pattern``), or a
+   verified customer asks about "my order" and the order tool knows their one recent order, that tool runs through
+   the registry; a help-centre question whose best article wins clearly gets ``search_help_articles``. Only lookups
+   that succeed are kept: the tool is scoped to the customer, so a number of someone else's order is refused by it
+   and never reaches the context. Each one kept is stored and added to the context as a tool call and its result,
+   so the model only has to phrase the answer: one LLM round trip less per question, with any model. The embedded
+   demo model cannot even copy a tracking number reliably: for it, the reply is written from the lookups
+   (``app.turns.fact_replies``) and no model is called.
 
 Lookups only ever read (the registry's write tools need the customer's confirmation and are never prefetched).
 """
@@ -24,11 +27,10 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import anyio
-from sqlmodel import Session, col, select
+from sqlmodel import Session
 
 from app.db import autocommit_step
 from app.infra.metrics import Metrics
@@ -36,21 +38,20 @@ from app.live.broker import EventBroker
 from app.live.messages import store_message
 from app.llm.responses import ToolCall, fallback_call_id
 from app.models import AuditEvent, Conversation, ConversationStatus, Customer, Message, MessageAuthor, MessageRole
-from app.models import Order as ShopOrder
 from app.settings import Settings
 from app.tools import ToolContext, ToolRegistry, ToolResult
 from app.tools.help_center import load_articles, search_articles
+from app.tools.references import Lookup, named_references
 from app.turns.context import CUT_REPLY_ACTION
 from app.turns.fact_replies import reply_from_lookups
 from app.turns.handoff_request import Language, asks_for_person
 from compression.messages import ChatMessage
 
-ORDER_TOOL = "get_order"
 HELP_TOOL = "search_help_articles"
 HANDOFF_TOOL = "transfer_to_human"
-MAX_PREFETCHED_ORDERS = 2
-# "My order" means the one order a verified customer placed within this many days, and only when there is one.
-RECENT_ORDER_DAYS = 30
+MAX_PREFETCHED_REFERENCES = 2
+# A message that lists many numbers is no reason to query the shop for each: the model can look up the rest.
+MAX_REFERENCE_ATTEMPTS = 4
 # A help article is prefetched when its score (BM25 plus title/tag boosts, app.tools.help_center) is at least this
 # and this many times the runner-up's: a clear winner, not a guess among several.
 HELP_MIN_SCORE = 20.0
@@ -58,11 +59,6 @@ HELP_SCORE_MARGIN = 1.5
 HELP_QUERY_CHARS = 300
 HANDOFF_NOTE_QUOTE_CHARS = 300
 
-# "#W2378156", "W2378156", "#2378156", "order 2378156": the demo shop's numbers (app.demo_shop.tools).
-ORDER_REFERENCE = re.compile(
-    r"(?<![\w#])#?\s?W\s?(\d{7})\b|(?<![\w#])#(\d{7})\b|\border\s*(?:number|no\.?|nr\.?|#)?\s*:?\s*(\d{7})\b",
-    re.IGNORECASE,
-)
 MY_ORDER = re.compile(
     r"\bmy\s+(?:last\s+|latest\s+|recent\s+|new\s+)?(?:order|package|parcel|delivery|shipment)\b"
     r"|\bmeine[rnms]?\s+(?:letzte[n]?\s+)?(?:bestellung|paket|lieferung|sendung)\b|我的订单|我的包裹",
@@ -89,12 +85,6 @@ class Prepared:
     results: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (tool, payload) of each lookup
 
 
-@dataclass(frozen=True)
-class Lookup:
-    tool: str
-    arguments: dict[str, Any]
-
-
 def latest_customer_text(context: Sequence[ChatMessage]) -> str | None:
     """The customer's latest message when nothing follows it yet (no reply, no lookup), else None."""
     for message in reversed(context):
@@ -113,12 +103,6 @@ def _handed_off_last(context: Sequence[ChatMessage]) -> bool:
             continue
         return message.get("role") == "assistant" and message.get("content") in HANDOFF_REPLIES.values()
     return False
-
-
-def named_order_numbers(text: str) -> list[str]:
-    """The demo shop's order numbers named in ``text``, in order, without repeats."""
-    numbers = [f"#W{next(group for group in match.groups() if group)}" for match in ORDER_REFERENCE.finditer(text)]
-    return list(dict.fromkeys(numbers))
 
 
 class TurnPreparation:
@@ -144,8 +128,7 @@ class TurnPreparation:
         prepared = Prepared(context)
         if not self.settings.prefetch:
             return prepared
-        for lookup in self.plan(session, customer, text):
-            await self._prefetch(session, conversation, customer, prepared, lookup)
+        await self.prefetch(session, conversation, customer, prepared, text)
         if prepared.results and self.settings.chat_model_is_embedded:
             reply = reply_from_lookups(prepared.results)
             if reply is not None:
@@ -193,30 +176,61 @@ class TurnPreparation:
         return True
 
     # -- prefetch ------------------------------------------------------------------------------------------------
-    def plan(self, session: Session, customer: Customer, text: str) -> list[Lookup]:
-        """The read-only lookups the model will need for ``text``; see the module docstring."""
-        assert customer.id is not None
-        autocommit_step(session)
-        lookups: list[Lookup] = []
-        if self.tools.get(ORDER_TOOL) is not None:
-            own = _own_order_numbers(session, customer.id, named_order_numbers(text))
-            if not own and customer.external_id is not None and MY_ORDER.search(text):
-                own = _single_recent_order(session, customer.id)
-            lookups = [Lookup(ORDER_TOOL, {"order_number": number}) for number in own[:MAX_PREFETCHED_ORDERS]]
-        if not lookups and self.tools.get(HELP_TOOL) is not None and not named_order_numbers(text):
+    async def prefetch(
+        self, session: Session, conversation: Conversation, customer: Customer, prepared: Prepared, text: str
+    ) -> None:
+        """The read-only lookups the model will need for ``text``, added to ``prepared``; see the module docstring."""
+        named = named_references(self.tools.reference_tools(), text)
+        for lookup in named[:MAX_REFERENCE_ATTEMPTS]:
+            if len(prepared.results) == MAX_PREFETCHED_REFERENCES:
+                break
+            await self._prefetch(session, conversation, customer, prepared, lookup)
+        if not prepared.results and customer.external_id is not None and MY_ORDER.search(text):
+            recent = self._recent_order_lookup(session, conversation, customer)
+            if recent is not None:
+                await self._prefetch(session, conversation, customer, prepared, recent)
+        # A message that names an order is about that order, even when it is not the customer's.
+        if not named and not prepared.results and self.tools.get(HELP_TOOL) is not None:
+            autocommit_step(session)
             lookups = _confident_help_lookup(session, text)
-        session.commit()
-        return lookups
+            session.commit()
+            for lookup in lookups:
+                await self._prefetch(session, conversation, customer, prepared, lookup)
+
+    def _recent_order_lookup(self, session: Session, conversation: Conversation, customer: Customer) -> Lookup | None:
+        """The lookup of the one order "my order" means, from the first reference tool that knows it."""
+        context = self._tool_context(session, conversation, customer, [])
+        autocommit_step(session)
+        try:
+            for tool in self.tools.reference_tools():
+                number = tool.single_recent_order(context)
+                if number is not None:
+                    return Lookup(tool.name, {tool.reference_patterns[0].argument: number})
+            return None
+        finally:
+            session.commit()
 
     async def _prefetch(
         self, session: Session, conversation: Conversation, customer: Customer, prepared: Prepared, lookup: Lookup
     ) -> None:
-        result, messages = await anyio.to_thread.run_sync(
-            self._run_tool, session, conversation, customer, lookup, prepared.context
-        )
-        prepared.context.extend(messages)
-        prepared.results.append((lookup.tool, result.payload))
+        """Run ``lookup``; only a successful one is stored and joins the context: the tool's refusal (not found,
+        not this customer's, the shop unreachable) leaves the question to the model, which may call it itself."""
+        context = self._tool_context(session, conversation, customer, prepared.context)
+        result, messages = await anyio.to_thread.run_sync(self._look_up, session, conversation, lookup, context)
         self.metrics.prefetches.labels(tool=lookup.tool, outcome="ok" if result.ok else "error").inc()
+        if result.ok:
+            prepared.context.extend(messages)
+            prepared.results.append((lookup.tool, result.payload))
+
+    def _look_up(
+        self, session: Session, conversation: Conversation, lookup: Lookup, context: ToolContext
+    ) -> tuple[ToolResult, list[ChatMessage]]:
+        call = ToolCall(id=fallback_call_id(), name=lookup.tool, arguments=json.dumps(lookup.arguments))
+        result = self._execute(session, call, context)
+        if not result.ok:
+            return result, []
+        asked = self._store_call(session, conversation, call)
+        return result, [self._call_message(call, asked), self._store_result(session, conversation, call, result)]
 
     def _run_tool(
         self,
@@ -227,39 +241,53 @@ class TurnPreparation:
         context: Sequence[ChatMessage],
     ) -> tuple[ToolResult, list[ChatMessage]]:
         """Store a tool call as the bot's, run it through the registry, store its result; both as context messages."""
-        assert conversation.id is not None and customer.id is not None
         call = ToolCall(id=fallback_call_id(), name=lookup.tool, arguments=json.dumps(lookup.arguments))
-        part = call.to_message_part()
-        asked = store_message(
-            session,
-            self.broker,
-            conversation,
-            Message(
-                conversation_id=conversation.id,
-                role=MessageRole.ASSISTANT,
-                author=MessageAuthor.BOT,
-                content=None,
-                tool_calls=[dict(part)],
-            ),
-        )
-        tool_context = ToolContext(
+        asked = self._store_call(session, conversation, call)
+        result = self._execute(session, call, self._tool_context(session, conversation, customer, context))
+        return result, [self._call_message(call, asked), self._store_result(session, conversation, call, result)]
+
+    def _tool_context(
+        self, session: Session, conversation: Conversation, customer: Customer, context: Sequence[ChatMessage]
+    ) -> ToolContext:
+        assert conversation.id is not None and customer.id is not None
+        return ToolContext(
             session=session,
             customer_id=customer.id,
             conversation_id=conversation.id,
             messages=context,
             external_customer_id=customer.external_id,
         )
-        result = self.tools.execute(call.name, call.arguments, tool_context)
+
+    def _execute(self, session: Session, call: ToolCall, context: ToolContext) -> ToolResult:
+        result = self.tools.execute(call.name, call.arguments, context)
         session.commit()
+        return result
+
+    def _store_call(self, session: Session, conversation: Conversation, call: ToolCall) -> Message:
+        assert conversation.id is not None
+        message = Message(
+            conversation_id=conversation.id,
+            role=MessageRole.ASSISTANT,
+            author=MessageAuthor.BOT,
+            content=None,
+            tool_calls=[dict(call.to_message_part())],
+        )
+        return store_message(session, self.broker, conversation, message)
+
+    @staticmethod
+    def _call_message(call: ToolCall, asked: Message) -> ChatMessage:
+        assert asked.id is not None
+        return {"role": "assistant", "content": None, "tool_calls": [call.to_message_part()], "id": asked.id}
+
+    def _store_result(
+        self, session: Session, conversation: Conversation, call: ToolCall, result: ToolResult
+    ) -> ChatMessage:
+        assert conversation.id is not None
         answered = store_message(
             session, self.broker, conversation, Message.tool_result(conversation.id, call.id, result.content)
         )
-        assert asked.id is not None and answered.id is not None
-        messages: list[ChatMessage] = [
-            {"role": "assistant", "content": None, "tool_calls": [part], "id": asked.id},
-            {"role": "tool", "tool_call_id": call.id, "content": result.content, "id": answered.id},
-        ]
-        return result, messages
+        assert answered.id is not None
+        return {"role": "tool", "tool_call_id": call.id, "content": result.content, "id": answered.id}
 
     # -- cut replies ---------------------------------------------------------------------------------------------
     def note_cut(self, session: Session, message: Message, reason: str) -> None:
@@ -276,22 +304,6 @@ class TurnPreparation:
         )
         session.commit()
         self.metrics.replies_cut.labels(reason=reason).inc()
-
-
-def _own_order_numbers(session: Session, customer_id: int, numbers: Sequence[str]) -> list[str]:
-    if not numbers:
-        return []
-    statement = select(ShopOrder.number).where(col(ShopOrder.number).in_(numbers), ShopOrder.customer_id == customer_id)
-    own = set(session.exec(statement))
-    return [number for number in numbers if number in own]
-
-
-def _single_recent_order(session: Session, customer_id: int) -> list[str]:
-    since = datetime.now(UTC) - timedelta(days=RECENT_ORDER_DAYS)
-    conditions = (ShopOrder.customer_id == customer_id, col(ShopOrder.placed_at) >= since)
-    # Two rows at most answer "exactly one?" in one query.
-    numbers = list(session.exec(select(ShopOrder.number).where(*conditions).limit(2)))
-    return numbers if len(numbers) == 1 else []
 
 
 def _confident_help_lookup(session: Session, text: str) -> list[Lookup]:

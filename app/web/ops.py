@@ -7,7 +7,7 @@
   bearer.
 - ``/docs`` and ``/redoc`` serve Swagger UI and ReDoc from the assets of the ``fastapi_offline`` package, so they
   work without internet.
-- ``GET /`` sends a developer to the demo shop; in production it is a plain status page.
+- ``GET /`` sends a developer to the demo shop; in production, or without the demo shop, it is a plain status page.
 """
 
 from __future__ import annotations
@@ -142,7 +142,7 @@ def metrics(services: Annotated[Services, Depends(require_metrics_token)]) -> Re
 
 @router.get("/", include_in_schema=False)
 def front_door(services: ServicesDep) -> Response:
-    if services.settings.environment == "development":
+    if services.settings.environment == "development" and services.settings.demo_shop:
         return RedirectResponse("/demo")
     return HTMLResponse(STATUS_PAGE)
 

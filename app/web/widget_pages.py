@@ -8,6 +8,7 @@ the widget in ``window.memdeskSettings``; without that secret the widget shows m
 
 Vouching for a customer is what the identity secret protects, so the page does it only for the seeded demo
 customers' ids (``demo-cust-NNNN``) and never in production, where it would let anyone chat as a real customer.
+With ``MEMDESK_DEMO_SHOP=false`` there is no demo: ``/demo`` answers 404 and the demo shop's code is never loaded.
 """
 
 from __future__ import annotations
@@ -23,8 +24,6 @@ from fastapi.responses import FileResponse, HTMLResponse
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from sqlmodel import col, select
 
-from app.demo_shop.catalog import PRODUCTS
-from app.demo_shop.generator import DEMO_CUSTOMER_EXTERNAL_ID
 from app.identity import shop_identity_hmac
 from app.infra.templates import packaged_templates
 from app.models import Customer
@@ -40,7 +39,8 @@ DEMO_TEMPLATE = "demo.html"
 # Short, so a new widget version reaches every shop page within minutes.
 STATIC_MAX_AGE_S = 300
 DEMO_SITE = "memdesk-demo"
-DEMO_CUSTOMERS = (DEMO_CUSTOMER_EXTERNAL_ID, "demo-cust-0002", "demo-cust-0003")
+# Seeded customers (app.demo_shop.generator numbers them so), the first two with earlier conversations.
+DEMO_CUSTOMERS = ("demo-cust-0001", "demo-cust-0002", "demo-cust-0003")
 DEMO_PRODUCT_COUNT = 6
 DEMO_CUSTOMER_PATTERN = r"^demo-cust-\d{4}$"
 
@@ -94,6 +94,10 @@ def demo_page(
     lang: DemoLocale = "en",
 ) -> HTMLResponse:
     """A fake shop embedding the widget; outside production optionally with a signed-in (verified) demo customer."""
+    if not services.settings.demo_shop:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, detail="This desk runs without the demo shop.")
+    from app.demo_shop.catalog import PRODUCTS  # demo code, loaded only by a desk that runs the demo
+
     sign_in_allowed = services.settings.environment != "production"
     if customer and not sign_in_allowed:
         raise HTTPException(

@@ -1,15 +1,12 @@
-"""Config-file HTTP tools against a real HTTP server on 127.0.0.1, started by the tests (no mocks)."""
+"""Config-file HTTP tools against a real HTTP server on 127.0.0.1 (``tests.support.shop_api``), no mocks."""
 
 from __future__ import annotations
 
 import json
 import socket
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
@@ -17,96 +14,20 @@ from sqlmodel import Session
 
 from app.demo_shop import shop_tools
 from app.tools import ErrorCode, ToolConfigError, ToolContext, ToolRegistry, build_tool_registry
-from app.tools.http_tools import MAX_RESPONSE_BYTES, load_http_tools, parse_http_tools
+from app.tools.http_tools import HttpTool, load_http_tools, parse_http_tools
 from app.tools.json_schema import check_schema, validate
+from app.tools.references import Lookup, named_references
+from tests.support.shop_api import ShopAPI, running_shop_api
 from tests.support.shop_fixtures import chat, make_engine
 
 API_TOKEN = "test-token-3f9a"
-SLOW_RESPONSE_S = 2.0
 SHORT_TIMEOUT_S = 0.3
-POLL_INTERVAL_S = 0.02  # how quickly the test server notices shutdown
-
-
-class ShopAPI(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), ShopAPIHandler)
-        self.requests: list[dict[str, Any]] = []
-        self.release = threading.Event()  # lets slow handlers finish at teardown
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        pass  # a client that gave up (timeout test) closes the socket under a slow handler
-
-
-class ShopAPIHandler(BaseHTTPRequestHandler):
-    server: ShopAPI
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def _send(self, status: int, body: bytes, content_type: str = "application/json") -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def _json(self, status: int, value: object) -> None:
-        self._send(status, json.dumps(value).encode())
-
-    def _handle(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        body = json.loads(self.rfile.read(length)) if length else None
-        parts = urlsplit(self.path)
-        seen = {
-            "method": self.command,
-            "raw_path": parts.path,
-            "query": parse_qs(parts.query),
-            "authorization": self.headers.get("Authorization"),
-            "body": body,
-        }
-        self.server.requests.append(seen)
-        route = parts.path.split("/")[1]
-        if route == "slow":
-            self.server.release.wait(SLOW_RESPONSE_S)
-            self._json(200, {"late": True})
-        elif route == "fail":
-            self._json(500, {"error": "database down"})
-        elif route == "missing":
-            self._json(404, {"error": "no such order"})
-        elif route == "invalid":
-            self._json(422, {"error": "order_id must be numeric"})
-        elif route == "text":
-            self._send(200, b"<html>hello</html>", "text/html")
-        elif route == "big":
-            self._json(200, {"blob": "x" * MAX_RESPONSE_BYTES})
-        elif route == "empty":
-            self.send_response(204)
-            self.end_headers()
-        else:
-            self._json(200, seen)
-
-    do_GET = _handle
-    do_POST = _handle
-    do_DELETE = _handle
 
 
 @pytest.fixture
 def api() -> Iterator[ShopAPI]:
-    server = ShopAPI()
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": POLL_INTERVAL_S}, daemon=True)
-    thread.start()
-    yield server
-    server.release.set()
-    server.shutdown()
-    server.server_close()
-    thread.join()
+    with running_shop_api() as server:
+        yield server
 
 
 @pytest.fixture
@@ -377,6 +298,46 @@ def test_duplicate_tool_names_are_refused(tmp_path: Path) -> None:
     path.write_text(json.dumps({"tools": [tool("get_order", "https://api.example.com/a")]}), encoding="utf-8")
     with pytest.raises(ToolConfigError, match="already registered"):
         build_tool_registry(tools=shop_tools(), tools_config_path=path, environ={})
+
+
+ACCOUNT_ORDER = tool(
+    "shop_order",
+    "https://api.example.com/accounts/{customer_external_id}/orders/{number}",
+    parameters={"type": "object", "properties": {"number": {"type": "string"}}, "required": ["number"]},
+    reference_pattern=r"\bA-\d{6}\b",
+)
+
+
+def test_a_lookup_with_a_reference_pattern_finds_the_shops_numbers_in_a_message() -> None:
+    registry = ToolRegistry(HttpTool(spec, httpx.Client()) for spec in parse_http_tools(
+        {"tools": [ACCOUNT_ORDER, tool("plain", "https://api.example.com/x")]}, source="tools.json", environ={}
+    ))  # fmt: skip
+    try:
+        found = named_references(registry.reference_tools(), "Is A-123456 here, or A-654321? Not BA-111111.")
+    finally:
+        registry.close()
+    assert found == [Lookup("shop_order", {"number": "A-123456"}), Lookup("shop_order", {"number": "A-654321"})]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"reference_pattern": "A-("}, "the reference_pattern is not a regular expression"),
+        ({"reference_pattern": r"\d*"}, "the reference_pattern matches an empty text"),
+        ({"confirmation": "Order {number} will be looked up."}, "it cannot need confirmation"),
+        ({"url": "https://api.example.com/orders/{number}"}, "must use {customer_external_id} in its url"),
+        ({"parameters": {"type": "object", "properties": {"number": {"type": "integer"}}, "required": ["number"]}},
+         "exactly one required parameter, a string"),
+        ({"parameters": {"type": "object", "properties": {"number": {"type": "string"}, "note": {"type": "string"}},
+                         "required": ["number", "note"]}}, "exactly one required parameter, a string"),
+    ],
+)  # fmt: skip
+def test_a_reference_pattern_is_refused_on_a_tool_that_is_unsafe_to_run_unasked(
+    change: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ToolConfigError) as caught:
+        parse_http_tools({"tools": [{**ACCOUNT_ORDER, **change}]}, source="tools.json", environ={})
+    assert message in str(caught.value)
 
 
 @pytest.mark.parametrize(

@@ -4,9 +4,12 @@ best help article) is looked up through the tool layer and sent as a tool call a
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlmodel import select
 
 from app.demo_shop import HELP_ARTICLES
@@ -28,6 +31,13 @@ from app.turns.preparation import HANDOFF_REPLIES
 from tests.support.live_app import LiveApp, add_customer_with_order, run_live_app
 from tests.support.scripted_llm import ScriptedLLMServer
 from tests.support.settings import app_settings
+from tests.support.shop_api import ShopAPI, running_shop_api
+
+
+@pytest.fixture
+def shop_api() -> Iterator[ShopAPI]:
+    with running_shop_api() as server:
+        yield server
 
 
 def _status(live: LiveApp, conversation_id: str) -> ConversationStatus:
@@ -223,3 +233,40 @@ def test_for_the_embedded_model_an_order_question_is_answered_from_the_lookup(
         reply = live.wait_for_reply(conversation_id)[-1].content or ""
         assert "**shipped**" in reply and "1ZTEST0000000001" in reply and "expected 2026-12-03" in reply
         assert scripted_server.chat_requests == []
+
+
+def test_a_config_declared_order_lookup_is_prefetched_for_the_customers_own_orders_only(
+    tmp_path: Path, scripted_server: ScriptedLLMServer, shop_api: ShopAPI
+) -> None:
+    shop_api.orders[("shop-77", "A-123456")] = {"number": "A-123456", "status": "shipped", "carrier": "UPS"}
+    shop_api.orders[("shop-78", "A-654321")] = {"number": "A-654321", "status": "pending"}
+    lookup = {
+        "name": "shop_order",
+        "description": "One of the customer's orders in the shop, by its number (A-123456).",
+        "url": f"{shop_api.base_url}/accounts/{{customer_external_id}}/orders/{{number}}",
+        "parameters": {"type": "object", "properties": {"number": {"type": "string"}}, "required": ["number"]},
+        "reference_pattern": r"\bA-\d{6}\b",
+    }
+    config = tmp_path / "tools.json"
+    config.write_text(json.dumps({"tools": [lookup]}), encoding="utf-8")
+    scripted_server.set_rule(lambda request: "Here is what I found.")
+    for live in run_live_app(app_settings(tmp_path, scripted_server, demo_shop=False, tools_config_path=config)):
+        client, _ = live.visitor("shop-77")
+        conversation_id = live.conversation(client)
+        url = f"/api/widget/conversations/{conversation_id}/messages"
+        client.post(url, json={"content": "Where is A-123456?"})
+        live.wait_for_reply(conversation_id)
+        assert len(scripted_server.chat_requests) == 1, "the answer needed one LLM call, not a tool round trip"
+        sent = scripted_server.chat_requests[0].messages
+        assert [m["role"] for m in sent] == ["system", "user", "assistant", "tool", "system"]
+        call = sent[2]["tool_calls"][0]
+        assert call["function"]["name"] == "shop_order"
+        assert json.loads(call["function"]["arguments"]) == {"number": "A-123456"}
+        assert json.loads(sent[3]["content"])["data"]["carrier"] == "UPS"
+
+        client.post(url, json={"content": "And A-654321?"})  # another customer's: the shop says 404
+        live.wait_for_reply(conversation_id, count=2)
+        assert shop_api.requests[-1]["raw_path"] == "/accounts/shop-77/orders/A-654321"
+        latest = scripted_server.chat_requests[-1].messages
+        assert latest[-2] == {"role": "user", "content": "And A-654321?"}
+        assert "pending" not in json.dumps(latest)

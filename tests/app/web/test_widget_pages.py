@@ -97,6 +97,19 @@ def test_in_production_the_demo_vouches_for_nobody(tmp_path: Any, scripted_serve
         assert "customerHash" not in widget_settings(guest.text)
 
 
+def test_without_the_demo_shop_there_is_no_demo_page_and_the_front_door_leads_nowhere_else(
+    tmp_path: Any, scripted_server: ScriptedLLMServer
+) -> None:
+    settings = app_settings(tmp_path, scripted_server, environment="development", demo_shop=False)
+    for live in run_live_app(settings):
+        client = live.client()
+        assert client.get("/demo").status_code == 404
+        assert client.get("/demo", params={"customer": "demo-cust-0001"}).status_code == 404
+        front = client.get("/", follow_redirects=False)
+        assert front.status_code == 200 and "memdesk is running" in front.text
+        assert client.get("/widget.js").status_code == 200
+
+
 def test_the_demo_page_escapes_what_it_shows_and_what_it_hands_to_the_widget(
     tmp_path: Any, scripted_server: ScriptedLLMServer
 ) -> None:
