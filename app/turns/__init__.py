@@ -9,10 +9,11 @@ claims the conversation (``ownership``) and runs ``turn.AgentTurn`` while a turn
 - ``awaiting``: the one "does this conversation await a reply" query.
 - ``ownership``: which server process runs a conversation's turns (in-process, or PostgreSQL advisory locks).
 - ``recovery``: the periodic pass that answers conversations left waiting.
-- ``context``: the LLM context rebuilt from the transcript and the latest compaction; compactions recorded.
+- ``context``: the LLM context rebuilt from the transcript and the latest compaction; compactions and cut replies
+  recorded.
 - ``context_engines``: each conversation's context engine, the default compressor, and fallbacks when compaction fails.
 - ``recall``: the turn's recall from long-term memory, started while the context loads.
-- ``preparation``: what a turn does before the model: a handoff on request, cut replies, prefetched lookups.
+- ``preparation``: what a turn does before the model: a handoff on request, prefetched lookups.
 - ``handoff_request``: recognising a request for a person, in several languages.
 - ``fact_replies``: replies written from lookups for a model that cannot be trusted with facts.
 """

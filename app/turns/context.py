@@ -220,3 +220,19 @@ def with_compaction_record(messages: list[ChatMessage], compaction: Compaction) 
             message = {**message, NOTES_KEY: {**record, **ids, "compaction_id": compaction.id}}
         marked.append(message)
     return marked
+
+
+def mark_cut_reply(session: Session, message: Message, reason: str) -> None:
+    """Mark a stored reply as cut off (at the reply cap or by the repetition guard): ``load_context`` leaves it out
+    of every later context, and the console shows why."""
+    assert message.id is not None
+    session.add(
+        AuditEvent(
+            actor="bot",
+            action=CUT_REPLY_ACTION,
+            target_type="message",
+            target_id=str(message.id),
+            detail={"reason": reason, "conversation_id": message.conversation_id},
+        )
+    )
+    session.commit()

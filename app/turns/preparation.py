@@ -3,12 +3,10 @@
 ``TurnPreparation.prepare`` runs once per turn, on the context rebuilt from the transcript, and only while the
 customer's latest message has nothing after it (a recovered or repeated turn does not prefetch twice):
 
-1. Replies are cut at the reply cap or by the repetition guard (``note_cut``): ``app.turns.context`` leaves
-   them out of every later context.
-2. An explicit request for a person (``app.turns.handoff_request``) hands off through the ``transfer_to_human`` tool,
+1. An explicit request for a person (``app.turns.handoff_request``) hands off through the ``transfer_to_human`` tool,
    without an LLM call: the tool call and its result are stored like the model's own, the console shows the handoff
    note (an audit event), and the customer gets a clear message in their language.
-3. Prefetch (``MEMDESK_PREFETCH``): when the message names an identifier a read-only tool declares
+2. Prefetch (``MEMDESK_PREFETCH``): when the message names an identifier a read-only tool declares
    (``app.tools.references``: the demo shop's ``#W1234567``, a config-file tool's ``reference_pattern``), or a
    verified customer asks about "my order" and the order tool knows their one recent order, that tool runs through
    the registry; a help-centre question whose best article wins clearly gets ``search_help_articles``. Only lookups
@@ -37,12 +35,11 @@ from app.infra.metrics import Metrics
 from app.live.broker import EventBroker
 from app.live.messages import store_message
 from app.llm.responses import ToolCall, fallback_call_id
-from app.models import AuditEvent, Conversation, ConversationStatus, Customer, Message, MessageAuthor, MessageRole
+from app.models import Conversation, ConversationStatus, Customer, Message, MessageAuthor, MessageRole
 from app.settings import Settings
 from app.tools import ToolContext, ToolRegistry, ToolResult
 from app.tools.help_center import load_articles, search_articles
 from app.tools.references import Lookup, named_references
-from app.turns.context import CUT_REPLY_ACTION
 from app.turns.fact_replies import reply_from_lookups
 from app.turns.handoff_request import Language, asks_for_person
 from compression.messages import ChatMessage
@@ -85,7 +82,7 @@ class Prepared:
     results: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (tool, payload) of each lookup
 
 
-def latest_customer_text(context: Sequence[ChatMessage]) -> str | None:
+def unanswered_customer_text(context: Sequence[ChatMessage]) -> str | None:
     """The customer's latest message when nothing follows it yet (no reply, no lookup), else None."""
     for message in reversed(context):
         if message.get("role") == "system":
@@ -117,7 +114,7 @@ class TurnPreparation:
     async def prepare(
         self, session: Session, conversation: Conversation, customer: Customer, context: list[ChatMessage]
     ) -> Prepared:
-        text = latest_customer_text(context)
+        text = unanswered_customer_text(context)
         if text is None:
             return Prepared(context, answered=_handed_off_last(context))
         language = asks_for_person(text)
@@ -288,22 +285,6 @@ class TurnPreparation:
         )
         assert answered.id is not None
         return {"role": "tool", "tool_call_id": call.id, "content": result.content, "id": answered.id}
-
-    # -- cut replies ---------------------------------------------------------------------------------------------
-    def note_cut(self, session: Session, message: Message, reason: str) -> None:
-        """Mark a stored reply as cut (the console and later turns read the mark) and count it."""
-        assert message.id is not None
-        session.add(
-            AuditEvent(
-                actor="bot",
-                action=CUT_REPLY_ACTION,
-                target_type="message",
-                target_id=str(message.id),
-                detail={"reason": reason, "conversation_id": message.conversation_id},
-            )
-        )
-        session.commit()
-        self.metrics.replies_cut.labels(reason=reason).inc()
 
 
 def _confident_help_lookup(session: Session, text: str) -> list[Lookup]:

@@ -49,7 +49,7 @@ from app.models import (
 from app.settings import Settings
 from app.tools import ToolContext, ToolRegistry
 from app.turns.awaiting import SILENT_STATUSES
-from app.turns.context import load_context, record_compaction, with_compaction_record
+from app.turns.context import load_context, mark_cut_reply, record_compaction, with_compaction_record
 from app.turns.context_engines import (
     ContextEngines,
     EngineFactory,
@@ -195,7 +195,8 @@ class AgentTurn:
             )
             assert assistant.id is not None
             if response.cut is not None:
-                self.preparation.note_cut(session, assistant, response.cut)
+                mark_cut_reply(session, assistant, response.cut)
+                self.metrics.replies_cut.labels(reason=response.cut).inc()
             context.append({**response.to_message(), "id": assistant.id})
             if not response.tool_calls:
                 if engine.should_compress():
