@@ -9,7 +9,7 @@ from sqlmodel import select
 from app.llm.repetition import ELLIPSIS, RepetitionGuard
 from app.models import AuditEvent, MessageRole
 from app.settings import EMBEDDED_CHAT_MODEL
-from app.turns.preparation import CUT_REPLY_ACTION
+from app.turns.context import CUT_REPLY_ACTION
 from tests.support.live_app import run_live_app
 from tests.support.scripted_llm import ScriptedLLMServer, ScriptedReply
 from tests.support.settings import app_settings
