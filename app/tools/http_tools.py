@@ -2,7 +2,7 @@
 
 A file holds a list of tools (``{"tools": [...]}`` in JSON, ``[[tools]]`` tables in TOML), each with:
 
-- ``name``, ``description``, ``parameters`` (a JSON schema for the arguments, validated by ``json_schema``);
+- ``name``, ``description``, ``parameters`` (a JSON Schema, Draft 2020-12, for the arguments: see ``json_schema``);
 - ``method`` (GET, POST, PUT, PATCH or DELETE) and ``url``, a template whose ``{placeholders}`` are filled with
   URL-escaped arguments, or with ``{customer_external_id}``: the customer's *verified* id in the shop's system;
 - ``headers`` whose values may name environment variables, e.g. ``"Authorization": "Bearer ${SHOP_API_TOKEN}"``
@@ -38,7 +38,7 @@ from urllib.parse import quote, urlsplit
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from app.tools.json_schema import check_schema, validate
+from app.tools.json_schema import argument_problems, check_schema, compile_validator
 from app.tools.references import ReferencePattern
 from app.tools.registry import (
     CONFIRMED_ARGUMENT,
@@ -117,6 +117,7 @@ class HttpTool(Tool[dict[str, Any]]):
         self._client = client
         self._owns_client = owns_client
         self._url_placeholders = _PLACEHOLDER.findall(spec.url)
+        self._arguments_validator = compile_validator(spec.parameters)
         if spec.reference_pattern is not None:
             argument = spec.parameters["required"][0]
             self.reference_patterns = (ReferencePattern(re.compile(spec.reference_pattern), argument),)
@@ -136,7 +137,7 @@ class HttpTool(Tool[dict[str, Any]]):
             confirmed = values.pop(CONFIRMED_ARGUMENT, False)
             if not isinstance(confirmed, bool):
                 raise ToolError(ErrorCode.INVALID_ARGUMENTS, "arguments.confirmed must be true or false.")
-        problems = validate(values, self.spec.parameters)
+        problems = argument_problems(self._arguments_validator, values)
         if problems:
             raise ToolError(
                 ErrorCode.INVALID_ARGUMENTS,

@@ -15,7 +15,6 @@ from sqlmodel import Session
 from app.demo_shop import shop_tools
 from app.tools import ErrorCode, ToolConfigError, ToolContext, ToolRegistry, build_tool_registry
 from app.tools.http_tools import HttpTool, load_http_tools, parse_http_tools
-from app.tools.json_schema import check_schema, validate
 from app.tools.references import Lookup, named_references
 from tests.support.shop_api import ShopAPI, running_shop_api
 from tests.support.shop_fixtures import chat, make_engine
@@ -59,6 +58,30 @@ ORDER_PARAMETERS = {
     "additionalProperties": False,
 }
 
+ADDRESS = {
+    "type": "object",
+    "properties": {"street": {"type": "string", "minLength": 1}, "zip": {"type": "string", "pattern": "^[0-9]{5}$"}},
+    "required": ["street", "zip"],
+    "additionalProperties": False,
+}
+HOME_DELIVERY = {"type": "object", "properties": {"kind": {"const": "home"}}, "required": ["kind"]}
+LOCKER_DELIVERY = {
+    "type": "object",
+    "properties": {"kind": {"const": "locker"}, "locker_id": {"type": "string"}},
+    "required": ["kind", "locker_id"],
+}
+SHIPMENT_PARAMETERS = {
+    "type": "object",
+    "$defs": {"address": ADDRESS},
+    "properties": {
+        "order": {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "string", "pattern": "^A[0-9]+$"}]},
+        "to": {"$ref": "#/$defs/address"},
+        "delivery": {"oneOf": [HOME_DELIVERY, LOCKER_DELIVERY]},
+    },
+    "required": ["order", "to", "delivery"],
+    "additionalProperties": False,
+}
+
 
 def write_config(directory: Path, base_url: str, *, fmt: str = "json") -> Path:
     tools = [
@@ -77,6 +100,7 @@ def write_config(directory: Path, base_url: str, *, fmt: str = "json") -> Path:
         tool("html_lookup", "${SHOP_API_URL}/text"),
         tool("big_lookup", "${SHOP_API_URL}/big"),
         tool("empty_lookup", "${SHOP_API_URL}/empty", method="DELETE"),
+        tool("ship_order", "${SHOP_API_URL}/shipments", method="POST", parameters=SHIPMENT_PARAMETERS),
     ]  # fmt: skip
     path = directory / f"tools.{fmt}"
     if fmt == "json":
@@ -138,6 +162,7 @@ def test_config_file_tools_register_next_to_builtin_tools(
         specs = {spec["function"]["name"]: spec["function"] for spec in registry.openai_specs()}
         assert "list_orders" in specs and "order_lookup" in specs
         assert specs["order_lookup"]["parameters"] == ORDER_PARAMETERS
+        assert specs["ship_order"]["parameters"] == SHIPMENT_PARAMETERS
         assert specs["pause_subscription"]["parameters"]["properties"]["confirmed"]["type"] == "boolean"
         assert "pause_subscription" in registry.write_tool_names()
         payload = run(registry, context(session), "order_lookup", order_id="A1")
@@ -227,11 +252,14 @@ def test_unreachable_api_is_a_structured_tool_error(session: Session, tmp_path: 
 @pytest.mark.parametrize(
     ("arguments", "problem"),
     [
-        ({}, "arguments.order_id is required"),
-        ({"order_id": ""}, "at least 1 characters"),
-        ({"order_id": 7}, "must be string, not integer"),
-        ({"order_id": "A1", "include": "everything"}, "must be one of"),
-        ({"order_id": "A1", "extra": 1}, "not a known parameter"),
+        ({}, "arguments: 'order_id' is a required property"),
+        ({"order_id": ""}, "arguments.order_id: '' should be non-empty"),
+        ({"order_id": 7}, "arguments.order_id: 7 is not of type 'string'"),
+        (
+            {"order_id": "A1", "include": "everything"},
+            "arguments.include: 'everything' is not one of ['items', 'payments']",
+        ),
+        ({"order_id": "A1", "extra": 1}, "arguments: Additional properties are not allowed ('extra' was unexpected)"),
     ],
 )
 def test_schema_violations_never_reach_the_api(
@@ -275,8 +303,8 @@ def test_a_custom_client_is_used_and_left_open(
          "never in its scheme or host"),
         (tool("t", "https://api.example.com/{nope}"), "{nope}, which is not one of the parameters"),
         (tool("t", "ftp://api.example.com/x"), "http:// or https://"),
-        (tool("t", "https://api.example.com/x", parameters={"type": "object", "oneOf": []}),
-         "unsupported keyword 'oneOf'"),
+        (tool("t", "https://api.example.com/x", parameters={"type": "object", "properties": {}, "requried": ["a"]}),
+         "parameters uses 'requried', which JSON Schema Draft 2020-12 does not define"),
         (tool("t", "https://api.example.com/x", parameters={"type": "array"}), '"type": "object"'),
         (tool("bad name!", "https://api.example.com/x"), "name"),
         ({**tool("t", "https://api.example.com/x"), "methd": "GET"}, "methd"),
@@ -357,29 +385,42 @@ def test_unreadable_config_files(tmp_path: Path, filename: str, content: str | N
         load_http_tools(path, environ={})
 
 
-# --- the schema subset -------------------------------------------------------------------------------------------
+# --- JSON Schema features ----------------------------------------------------------------------------------------
+
+SHIPMENT = {
+    "order": 7,
+    "to": {"street": "Main St 1", "zip": "12345"},
+    "delivery": {"kind": "locker", "locker_id": "L9"},
+}
 
 
-def test_json_schema_subset() -> None:
-    schema = {
-        "type": "object",
-        "properties": {
-            "n": {"type": "integer", "minimum": 1, "exclusiveMaximum": 10},
-            "price": {"type": "number"},
-            "tags": {"type": "array", "items": {"type": "string", "pattern": "^[a-z]+$"}, "maxItems": 2},
-            "note": {"type": ["string", "null"], "maxLength": 5},
-        },
-        "required": ["n"],
-    }
-    assert check_schema(schema) == []
-    assert validate({"n": 3, "price": 2, "tags": ["ab"], "note": None}, schema) == []
-    assert validate({"n": True}, schema) == ["arguments.n must be integer, not boolean"]
-    assert validate({"n": 10}, schema) == ["arguments.n must be less than 10"]
-    assert validate({"n": 1, "tags": ["A", "b", "c"]}, schema) == [
-        "arguments.tags must have at most 2 items",
-        "arguments.tags[0] must match the pattern ^[a-z]+$",
-    ]
-    assert validate({"n": 1, "note": "toolong"}, schema) == ["arguments.note must have at most 5 characters"]
-    assert check_schema({"type": "object", "properties": {"x": {"type": "date"}}}) == [
-        "parameters.properties.x has the unknown type 'date'"
-    ]
+@pytest.mark.parametrize(
+    "arguments",
+    [SHIPMENT, {**SHIPMENT, "order": "A12", "delivery": {"kind": "home"}}],
+)
+def test_refs_any_of_and_one_of_accept_matching_arguments(
+    registry: ToolRegistry, session: Session, arguments: dict[str, Any]
+) -> None:
+    payload = run(registry, context(session), "ship_order", **arguments)
+    assert payload["data"]["body"] == arguments
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        ({"to": {"street": "Main St 1", "zip": "1234"}}, "arguments.to.zip: '1234' does not match '^[0-9]{5}$'"),
+        ({"to": {"street": "Main St 1"}}, "arguments.to: 'zip' is a required property"),
+        ({"order": 0}, "(option 1: arguments.order: 0 is less than the minimum of 1; "
+                       "option 2: arguments.order: 0 is not of type 'string')"),
+        ({"delivery": {"kind": "locker"}}, "option 2: arguments.delivery: 'locker_id' is a required property"),
+        ({"delivery": {"kind": "drone"}}, "option 1: arguments.delivery.kind: 'home' was expected; "
+                                          "option 2: arguments.delivery.kind: 'locker' was expected"),
+    ],
+)  # fmt: skip
+def test_refs_any_of_and_one_of_explain_what_does_not_match(
+    registry: ToolRegistry, api: ShopAPI, session: Session, change: dict[str, Any], problem: str
+) -> None:
+    result = registry.execute("ship_order", json.dumps({**SHIPMENT, **change}), context(session))
+    assert result.error_code == ErrorCode.INVALID_ARGUMENTS
+    assert problem in result.payload["error"]["message"]
+    assert api.requests == []
