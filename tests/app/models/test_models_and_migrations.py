@@ -214,7 +214,7 @@ def test_get_session_dependency_uses_the_app_engine(engine: Engine) -> None:
     def needs_engine(session: SessionDep) -> dict[str, int]:
         return {}
 
-    with TestClient(bare) as client, pytest.raises(RuntimeError, match=r"app\.state\.engine"):
+    with TestClient(bare) as client, pytest.raises(RuntimeError, match=r"app\.state\.db"):
         client.get("/customers")
 
 
