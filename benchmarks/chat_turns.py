@@ -15,7 +15,7 @@ With memory on, the embedded store first gets ``--preload-memories`` memories (1
 ``PRELOAD_CUSTOMERS`` customers, the ones the sessions' customers get (memory ids "1", "2", ...: a fresh database
 numbers its customers from 1), so every recall searches a customer's own memories in a store of that size. They are
 written by a process of their own before the server starts, straight into Mem0's vector store with Mem0's payload
-layout (``benchmarks.memory_data``), their vectors from the same local embedder the server uses.
+layout (``benchmarks.memory.data``), their vectors from the same local embedder the server uses.
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ def preload_memories(count: int) -> dict[str, Any]:
     from app.customer_memory.ids import memory_customer_id
     from app.customer_memory.options import memory_options
     from app.settings import Settings
-    from benchmarks.memory_data import SEED, draw, mem0_payload
+    from benchmarks.memory.data import SEED, draw, mem0_payload
     from memory.store import CustomerMemory
 
     started = time.perf_counter()

@@ -1,6 +1,6 @@
 """Several processes on one embedded memory store at once: what a memdesk server, the CLI and a second worker do.
 
-    python -m benchmarks.memory_shared --json --data-dir DIR [--seconds 60] [--processes 2]
+    python -m benchmarks.memory.shared --json --data-dir DIR [--seconds 60] [--processes 2]
 
 Run by ``benchmarks.memory`` on the embedded store it has just measured (``--data-dir``: that store's directory,
 holding its largest size). Each process opens its own ``CustomerMemory`` on the same SQLite file (hashing embedder)
@@ -25,7 +25,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from benchmarks.memory_data import BenchmarkSettings, fresh_conclusions, recall_pairs
+from benchmarks.memory.data import BenchmarkSettings, fresh_conclusions, recall_pairs
 from benchmarks.stats import percentile
 from memory.config import EmbedderKind, MemoryOptions, VectorStoreKind
 from memory.store import CustomerMemory
@@ -116,8 +116,8 @@ def run_shared(data_dir: Path, *, seconds: float, loaded: int, settings: Benchma
               "--start-at", str(start_at), "--settings", json.dumps(asdict(settings))]  # fmt: skip
     workers = [
         subprocess.Popen(
-            [sys.executable, "-m", "benchmarks.memory_shared", "--worker", str(number), *common],
-            cwd=Path(__file__).resolve().parents[1],
+            [sys.executable, "-m", "benchmarks.memory.shared", "--worker", str(number), *common],
+            cwd=Path(__file__).resolve().parents[2],
             env=env,
             stdout=subprocess.PIPE,
             text=True,

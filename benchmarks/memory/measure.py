@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from benchmarks.memory_data import BenchmarkSettings, bulk_draw, customer_bulk_indices, customer_id
+from benchmarks.memory.data import BenchmarkSettings, bulk_draw, customer_bulk_indices, customer_id
 from benchmarks.stats import percentile
 from memory.conclusions import Conclusion
 from memory.store import CustomerMemory
