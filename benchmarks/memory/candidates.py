@@ -35,7 +35,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from benchmarks.stats import percentile
+from benchmarks.harness.measure import percentile
+from benchmarks.harness.report import print_report
 
 DIMS = 384
 CUSTOMERS = 1_000
@@ -267,7 +268,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         python = sys.executable if name == "sqlite_numpy" else args.candidate_python
         print(f"[memory_candidates] {name} with {python}", file=sys.stderr, flush=True)
         report["candidates"][name] = spawn(name, python, args.memories)
-    print(json.dumps(report) if args.json else json.dumps(report, indent=2))
+    print_report(report, one_line=args.json)
     return 0
 
 

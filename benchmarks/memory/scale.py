@@ -46,6 +46,7 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
+from benchmarks.harness.report import print_report
 from benchmarks.memory.data import (
     BenchmarkSettings,
     bulk_load,
@@ -421,5 +422,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = BenchmarkSettings(customers=args.customers, recall_queries=args.recall_queries,
                                  remember_count=args.remember_count, phase_budget_s=args.phase_budget_s)  # fmt: skip
     report = run(args.sizes, args.stores, settings, shared_s=args.shared_s)
-    print(json.dumps(report) if args.json else json.dumps(report, indent=2))
+    print_report(report, one_line=args.json)
     return 1 if sanity_failed(report) else 0

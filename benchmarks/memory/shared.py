@@ -25,8 +25,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from benchmarks.harness.measure import percentile
+from benchmarks.harness.report import print_report
 from benchmarks.memory.data import BenchmarkSettings, fresh_conclusions, recall_pairs
-from benchmarks.stats import percentile
 from memory.config import EmbedderKind, MemoryOptions, VectorStoreKind
 from memory.store import CustomerMemory
 
@@ -168,7 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     report = run_shared(args.data_dir, seconds=args.seconds, loaded=loaded, settings=settings,
                         processes=args.processes)  # fmt: skip
-    print(json.dumps(report) if args.json else json.dumps(report, indent=2))
+    print_report(report, one_line=args.json)
     return 1 if report["errors"] or report["lost_writes"] else 0
 
 
