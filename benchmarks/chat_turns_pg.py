@@ -1,12 +1,12 @@
-"""The chat turn benchmark on PostgreSQL with several workers: ``python -m benchmarks.chat_turns --database postgres
---workers 1 2 --json``.
+"""The chat turn benchmark on PostgreSQL with several workers: ``python -m benchmarks.chat_turns_pg --workers 1 2
+--json``.
 
 A PostgreSQL server from the PyPI package ``pgserver`` (as the tests start it) runs in a temporary directory; for
-each worker count, ``memdesk serve --workers N`` gets a fresh database, memory off and the scripted LLM of
-``benchmarks.chat_turns``, and ``--sessions`` concurrent widget sessions (16 by default, enough to keep two cores
-busy) drive it. Per worker count it reports turns/s and latency, memdesk's CPU per turn (the serve process and every
-worker, from ``psutil``), PostgreSQL's CPU per turn (the postmaster and its backends), and the database work per turn
-two ways:
+each worker count, ``memdesk serve --workers N`` gets a fresh database, memory off and the instant scripted LLM of
+``benchmarks.harness``, and ``--sessions`` concurrent widget sessions (16 by default, enough to keep two cores
+busy) drive it, as in ``benchmarks.chat_turns``. Per worker count it reports turns/s and latency, memdesk's CPU
+per turn (the serve process and every worker, from ``psutil``), PostgreSQL's CPU per turn (the postmaster and its
+backends), and the database work per turn two ways:
 
 - ``db_statements_per_turn``: memdesk's own count, ``memdesk_db_statements_total{kind}`` from ``/metrics``, summed
   over the workers (a scrape is answered by one worker; the scrapes go on until every worker's pid was seen): the
@@ -24,10 +24,8 @@ the top CPU costs; ``--pgbench`` measures what this PostgreSQL sustains on one c
 
 from __future__ import annotations
 
-import asyncio
+import argparse
 import os
-import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -40,13 +38,19 @@ from typing import Any
 
 import httpx
 
-from benchmarks import chat_turns
+from benchmarks.harness.measure import cpu_seconds_of_tree, own_cpu_seconds
+from benchmarks.harness.memdesk import memdesk_environment, memdesk_serve, profiled, serve_command
+from benchmarks.harness.report import print_report
+from benchmarks.harness.scripted_llm import INSTANT_REPLY, ScriptedLLMProcess, scripted_llm
+from benchmarks.harness.sessions import drive
+from tests.support.servers import free_port, loopback_url
 
 SESSIONS = 16
 TURNS_PER_RUN = 960
 WARMUP_TURNS_PER_SESSION = 3
 PG_STATS_SETTLE_S = 11.0  # PostgreSQL flushes an idle backend's statistics within 10 s
 SCRAPES_PER_WORKER = 100
+STOP_TIMEOUT_S = 30.0
 PG_COUNTERS = ("xact_commit", "xact_rollback", "tup_returned", "tup_fetched", "tup_inserted", "tup_updated",
                "tup_deleted")  # fmt: skip
 PGBENCH_SCALE = 10
@@ -96,21 +100,6 @@ class Postgres:
         self.server.cleanup()
 
 
-def cpu_seconds_of_tree(pid: int) -> float:
-    """User + system CPU of a process and all its descendants alive now."""
-    import psutil
-
-    root = psutil.Process(pid)
-    total = 0.0
-    for process in [root, *root.children(recursive=True)]:
-        try:
-            times = process.cpu_times()
-        except psutil.NoSuchProcess:
-            continue
-        total += times.user + times.system
-    return total
-
-
 def statements_of_every_worker(base_url: str, workers: int) -> Counter[str]:
     """``memdesk_db_statements_total`` by kind, summed over the workers' latest answers."""
     latest: dict[str, dict[str, float]] = {}
@@ -134,23 +123,8 @@ def statements_of_every_worker(base_url: str, workers: int) -> Counter[str]:
 
 
 def _serve_command(port: int, workers: int, profile: Path | None) -> list[str]:
-    command = [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--workers", str(workers)]
-    if profile is None:
-        return command
-    spy = shutil.which("py-spy")
-    if spy is None:
-        raise RuntimeError("--profile needs py-spy on PATH (pip install py-spy, outside the project's environment)")
-    output = profile / f"workers-{workers}.txt"
-    return [spy, "record", "--subprocesses", "-f", "raw", "-o", str(output), "--", *command]
-
-
-def _stop(server: subprocess.Popen[bytes]) -> None:
-    server.send_signal(signal.SIGINT)  # uvicorn's supervisor (and py-spy wrapping it) stop cleanly on SIGINT
-    try:
-        server.wait(30)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        server.wait(10)
+    command = serve_command(port, workers=workers)
+    return command if profile is None else profiled(command, profile / f"workers-{workers}.txt", subprocesses=True)
 
 
 def _per_turn(
@@ -159,28 +133,25 @@ def _per_turn(
     return {key: round((after[key] - before.get(key, 0)) / turns, 2) for key in sorted(after)}
 
 
-def run_workers(postgres: Postgres, llm: Any, llm_port: int, workers: int, sessions: int, turns: int,
+def run_workers(postgres: Postgres, llm: ScriptedLLMProcess, workers: int, sessions: int, turns: int,
                 profile: Path | None) -> dict[str, Any]:  # fmt: skip
     """One server with ``workers`` processes on a fresh database; the figures of one drive."""
-    name, port = postgres.create_database(), chat_turns._free_port()
-    base_url = f"http://127.0.0.1:{port}"
+    name, port = postgres.create_database(), free_port()
+    base_url = loopback_url(port)
     with tempfile.TemporaryDirectory() as data_dir:
-        env = {**chat_turns._server_env(data_dir, llm_port, memory=False), "MEMDESK_DATABASE_URL": postgres.url(name),
-               "MEMDESK_SYNC_AT": ""}  # fmt: skip
-        log = Path(data_dir) / "server.log"
-        with log.open("wb") as output:
-            server = subprocess.Popen(_serve_command(port, workers, profile), env=env, stdout=output,
-                                      stderr=subprocess.STDOUT)  # fmt: skip
-            try:
-                chat_turns._wait_until_up(f"{base_url}/healthz")
-                asyncio.run(chat_turns._drive(base_url, sessions, WARMUP_TURNS_PER_SESSION))
-                pids = Pids(server=server.pid, postgres=postgres.postmaster_pid(), llm=llm.pid)
-                return _measure(postgres, name, base_url, pids, workers, sessions, turns)
-            except Exception:
-                print(log.read_text()[-3000:], file=sys.stderr)
-                raise
-            finally:
-                _stop(server)
+        env = memdesk_environment(
+            data_dir,
+            llm.base_url,
+            MEMDESK_VISITOR_MESSAGES_PER_MINUTE="100000",
+            MEMDESK_MEMORY_ENABLED="false",
+            MEMDESK_DATABASE_URL=postgres.url(name),
+            MEMDESK_SYNC_AT="",
+        )
+        with memdesk_serve(_serve_command(port, workers, profile), env=env, log_path=Path(data_dir) / "server.log",
+                           url=base_url, stop_timeout_s=STOP_TIMEOUT_S) as server:  # fmt: skip
+            drive(base_url, sessions, WARMUP_TURNS_PER_SESSION)
+            pids = Pids(server=server.pid, postgres=postgres.postmaster_pid(), llm=llm.pid)
+            return _measure(postgres, name, base_url, pids, workers, sessions, turns)
 
 
 @dataclass(frozen=True)
@@ -193,9 +164,8 @@ class Pids:
 
     def cpu_seconds(self) -> tuple[float, float, float, float]:
         """memdesk, PostgreSQL, the scripted LLM, and this process (the load generator)."""
-        mine = os.times()
         return (cpu_seconds_of_tree(self.server), cpu_seconds_of_tree(self.postgres), cpu_seconds_of_tree(self.llm),
-                mine.user + mine.system)  # fmt: skip
+                own_cpu_seconds())  # fmt: skip
 
 
 def _measure(postgres: Postgres, name: str, base_url: str, pids: Pids, workers: int, sessions: int,
@@ -203,7 +173,7 @@ def _measure(postgres: Postgres, name: str, base_url: str, pids: Pids, workers: 
     time.sleep(PG_STATS_SETTLE_S)
     statements, pg_before = statements_of_every_worker(base_url, workers), postgres.counters(name)
     cpu_before = pids.cpu_seconds()
-    result = asyncio.run(chat_turns._drive(base_url, sessions, max(1, turns // sessions)))
+    result = drive(base_url, sessions, max(1, turns // sessions))
     cpu_after = pids.cpu_seconds()
     statements_after = statements_of_every_worker(base_url, workers)
     time.sleep(PG_STATS_SETTLE_S)
@@ -296,22 +266,13 @@ def top_costs(raw_profile: Path, count: int = TOP_COSTS) -> dict[str, list[tuple
 
 def run(workers: list[int], *, sessions: int = SESSIONS, turns: int = TURNS_PER_RUN, profile: Path | None = None,
         with_pgbench: bool = False) -> dict[str, Any]:  # fmt: skip
-    import multiprocessing
-
-    llm_port = chat_turns._free_port()
-    llm = multiprocessing.get_context("spawn").Process(
-        target=chat_turns._run_scripted_server, args=(llm_port,), daemon=True
-    )
-    llm.start()
-    with tempfile.TemporaryDirectory() as root:
+    with tempfile.TemporaryDirectory() as root, scripted_llm(INSTANT_REPLY, Path(root) / "llm.log") as llm:
         postgres = Postgres(Path(root))
         try:
-            chat_turns._wait_until_up(f"http://127.0.0.1:{llm_port}/v1/models")
-            runs = [run_workers(postgres, llm, llm_port, count, sessions, turns, profile) for count in workers]
+            runs = [run_workers(postgres, llm, count, sessions, turns, profile) for count in workers]
             bench = pgbench(postgres) if with_pgbench else None
         finally:
             postgres.stop()
-            llm.terminate()
     return summarize(runs, bench, profile)
 
 
@@ -338,3 +299,24 @@ def summarize(runs: list[dict[str, Any]], bench: dict[str, Any] | None, profile:
         }
     result["load_average_at_end"] = os.getloadavg()
     return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="memdesk chat turns on PostgreSQL, memdesk serve --workers N")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="worker counts to run")
+    parser.add_argument("--sessions", type=int, default=SESSIONS, help="concurrent widget sessions")
+    parser.add_argument("--turns", type=int, default=TURNS_PER_RUN, help="turns per worker count")
+    parser.add_argument("--profile", type=Path, help="record each run with py-spy into this directory")
+    parser.add_argument("--pgbench", action="store_true", help="also measure PostgreSQL with pgbench")
+    args = parser.parse_args(argv)
+    if args.profile is not None:
+        args.profile.mkdir(parents=True, exist_ok=True)
+    result = run(args.workers, sessions=args.sessions, turns=args.turns, profile=args.profile,
+                 with_pgbench=args.pgbench)  # fmt: skip
+    print_report(result, one_line=args.json)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

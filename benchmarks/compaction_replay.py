@@ -2,10 +2,11 @@
 
     python -m benchmarks.compaction_replay --json
 
-memdesk runs in this process (uvicorn on a free port, SQLite in a temporary directory, the real ``openai`` client)
-against the scripted OpenAI-compatible server, which answers chat requests (a tool call every fourth turn) and
-summary requests. Every customer message and reply carries a unique marker, so the summary requests the scripted
-server received show which turns were sent to the summary model as raw text, and how often.
+memdesk runs in this process (uvicorn in a thread on a free port, ``tests.support.servers.app_in_thread``; SQLite
+in a temporary directory, the real ``openai`` client) against the scripted OpenAI-compatible server, which answers
+chat requests (a tool call every fourth turn) and summary requests. Every customer message and reply carries a
+unique marker, so the summary requests the scripted server received show which turns were sent to the summary model
+as raw text, and how often.
 
 Reported: ``summary_input_tokens_max`` (the largest summary request, estimated, with and without the answer budget
 it asked for), ``raw_resummarized_messages`` (turns sent raw more than once), the stored ranges and whether they
@@ -18,25 +19,24 @@ import argparse
 import itertools
 import json
 import re
-import socket
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import httpx
-import uvicorn
 from sqlmodel import Session, col, select
 
 from app.identity import shop_identity_hmac
 from app.main import create_app
 from app.models import Compaction, Customer, Order, OrderStatus
 from app.settings import Settings
+from benchmarks.harness.report import print_report
 from compression.tokens import estimate_messages_tokens
 from tests.support.scripted_llm import RecordedRequest, ScriptedLLMServer, ScriptedReply, ScriptedToolCall
+from tests.support.servers import app_in_thread
 
 WINDOW = 8_192
 TURNS = 64
@@ -68,17 +68,6 @@ def _answer(request: RecordedRequest) -> ScriptedReply:
     if number % 4 == 0:
         return ScriptedReply.with_tool_calls(ScriptedToolCall("get_order", json.dumps({"order_number": ORDER})))
     return ScriptedReply(text=f"reply-{number:03d}: I have noted that. " + "Here is what I found about it. " * 25)
-
-
-def _serve(settings: Settings) -> tuple[uvicorn.Server, threading.Thread, str]:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(create_app(settings), log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.01)
-    return server, thread, f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
 def _add_customer(db: Any) -> None:
@@ -148,16 +137,13 @@ def replay_app() -> dict[str, Any]:
             visitor_messages_per_minute=10_000,
             access_log=False,
         )
-        server, thread, url = _serve(settings)
-        try:
-            services = server.config.app.state.services
+        app = create_app(settings)
+        with app_in_thread(app) as url:
+            services = app.state.services
             _add_customer(services.db)
             _drive(url, services.turns)
             with Session(services.db) as session:
                 compactions = list(session.exec(select(Compaction).order_by(col(Compaction.id))).all())
-        finally:
-            server.should_exit = True
-            thread.join(timeout=15)
         summaries = [r for r in llm.chat_requests if r.model == SUMMARY_MODEL]
     ranges = [(c.first_message_id, c.last_message_id) for c in compactions]
     sizes = [estimate_messages_tokens(r.messages) for r in summaries]
@@ -182,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
     result = replay_app()
-    print(json.dumps(result) if args.json else json.dumps(result, indent=2))
+    print_report(result, one_line=args.json)
     return 0
 
 

@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from benchmarks.harness.report import print_report
 from benchmarks.support_sessions import Session, generate_session, turn_messages
 from compression import ContextCompressor, create_engine, registered_engines
 from compression.message_index import INDEX_KEY, default_extractor, index_message
@@ -425,7 +426,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-app-replay", action="store_true", help="skip the replay through the real app")
     args = parser.parse_args(argv)
     result = run(app_replay=not args.no_app_replay)
-    print(json.dumps(result) if args.json else json.dumps(result, indent=2))
+    print_report(result, one_line=args.json)
     return 0
 
 

@@ -46,7 +46,7 @@ from app.models import (
     utc_now,
 )
 from app.models.base import new_public_id
-from benchmarks.stats import percentile
+from benchmarks.harness.measure import percentile
 from tests.support.console_data import seed_conversation
 
 # One conversation in this many waits for a person; the rest are with the bot.

@@ -34,7 +34,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from benchmarks.stats import percentile
+from benchmarks.harness.measure import percentile
 
 OFFLINE_ENV = {
     "HF_HUB_OFFLINE": "1",

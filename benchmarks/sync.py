@@ -13,7 +13,6 @@ conversation), ``rerun_new_writes`` (outbox rows and memories the second run add
 from __future__ import annotations
 
 import argparse
-import json
 import resource
 import sys
 import tempfile
@@ -29,6 +28,7 @@ from app.db import create_db_engine, migrate
 from app.llm import UsageLedger
 from app.models import Conclusion
 from app.sync import SyncOptions, SyncRunner
+from benchmarks.harness.report import print_report
 from compression import ContextCompressor
 from compression.messages import ChatMessage
 from compression.types import Completion, Usage
@@ -109,7 +109,7 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     args = parser.parse_args()
     figures = run(args.conversations, args.store, args.concurrency)
-    print(json.dumps(figures) if args.json else json.dumps(figures, indent=2))
+    print_report(figures, one_line=args.json)
     sys.stdout.flush()
 
 

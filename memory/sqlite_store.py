@@ -2,7 +2,7 @@
 
 Why this store: every memdesk recall is scoped to one customer, who has tens or hundreds of memories, so reading
 that customer's rows through an index and scoring them exactly (cosine in numpy) is both the fastest and the most
-correct search; it stays flat as the whole store grows (benchmarks/memory.py). SQLite in WAL mode makes it durable
+correct search; it stays flat as the whole store grows (benchmarks.memory). SQLite in WAL mode makes it durable
 and safe for several processes on one machine (the server, the CLI, a second worker) with no server to run.
 
 It implements Mem0's ``VectorStoreBase`` and is registered in Mem0's ``VectorStoreFactory`` under

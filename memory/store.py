@@ -73,7 +73,7 @@ MAX_RECALL_LIMIT = 50
 LIST_LIMIT = 10_000
 SEARCH_THRESHOLD = 0.0
 # Longest wait for a call in progress before giving up with MemoryStoreBusyError: an embedded-store call takes
-# milliseconds (about a second at 100k memories, benchmarks/memory.py), so waiting longer means it is stuck.
+# milliseconds (about a second at 100k memories, benchmarks.memory), so waiting longer means it is stuck.
 LOCK_TIMEOUT_S = 5.0
 # At shutdown, wait this long at most for a call in progress before leaving the store to the end of the process.
 CLOSE_TIMEOUT_S = 1.0
@@ -138,7 +138,7 @@ class CustomerMemory:
 
     def _index_customer_ids(self) -> None:
         """Mem0 indexes the vectors (HNSW) but not the customer id every memdesk query filters on; without this
-        index each recall, list and remember reads the whole table (benchmarks/memory.py: recall p95 45 ms -> 5 ms
+        index each recall, list and remember reads the whole table (benchmarks.memory: recall p95 45 ms -> 5 ms
         at 100k memories). Created before the first query, so no pooled connection holds a plan without it."""
         from psycopg import sql
 
@@ -167,7 +167,7 @@ class CustomerMemory:
             history.connection.execute("PRAGMA journal_mode=WAL")
             # The history is the audit trail of each memory, not the memory: a commit survives a crash of the
             # process, and only a power cut can take its last rows. That saves one disk flush per remember (about
-            # half its time on this machine's disk, benchmarks/memory.py); the memory itself is flushed on commit.
+            # half its time on this machine's disk, benchmarks.memory); the memory itself is flushed on commit.
             history.connection.execute("PRAGMA synchronous=NORMAL")
             history.connection.execute(f"PRAGMA busy_timeout={int(self.lock_timeout_s * 1000)}")
         if self.options.embedder is EmbedderKind.OPENAI:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.stats import percentile
+from benchmarks.harness.measure import percentile
 
 
 def test_percentile_is_the_nearest_rank() -> None:

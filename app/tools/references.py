@@ -14,12 +14,9 @@ The demo shop's ``get_order`` declares its ``#W1234567`` numbers in code; a conf
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from app.tools.registry import Tool
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True)
@@ -52,7 +49,17 @@ class Lookup:
     arguments: dict[str, Any]
 
 
-def named_references(tools: Iterable[Tool[Any]], text: str) -> list[Lookup]:
+class DeclaresReferences(Protocol):
+    """What ``named_references`` reads of a tool (``app.tools.registry.Tool`` is one)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def reference_patterns(self) -> Sequence[ReferencePattern]: ...
+
+
+def named_references(tools: Iterable[DeclaresReferences], text: str) -> list[Lookup]:
     """The lookups of every identifier named in ``text``, tool by tool in registration order, without repeats."""
     lookups: list[Lookup] = []
     for tool in tools:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmarks.memory import (
+from benchmarks.memory.data import BenchmarkSettings, bulk_draw, fresh_conclusions, mem0_payload, recall_pairs
+from benchmarks.memory.scale import (
     LABEL_PGVECTOR,
     LABEL_PGVECTOR_INDEXED,
     LABEL_QDRANT,
@@ -13,8 +14,7 @@ from benchmarks.memory import (
     sanity_failed,
     verdict,
 )
-from benchmarks.memory_data import BenchmarkSettings, bulk_draw, fresh_conclusions, mem0_payload, recall_pairs
-from benchmarks.memory_shared import run_shared
+from benchmarks.memory.shared import run_shared
 from memory.store import CustomerMemory
 
 TINY_SIZE = 500

@@ -1,4 +1,5 @@
-"""A real memdesk server for tests: uvicorn on an ephemeral 127.0.0.1 port, in a background thread.
+"""A real memdesk server for tests: uvicorn on an ephemeral 127.0.0.1 port, in a background thread
+(``tests.support.servers.app_in_thread``).
 
 Tests talk to it over real HTTP (httpx), and it talks to a scripted OpenAI-compatible server through the real
 ``openai`` client.
@@ -7,15 +8,12 @@ Tests talk to it over real HTTP (httpx), and it talks to a scripted OpenAI-compa
 from __future__ import annotations
 
 import json
-import socket
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import httpx
-import uvicorn
 from fastapi import FastAPI
 from sqlmodel import Session, col, select
 
@@ -25,6 +23,7 @@ from app.models import Conversation, Customer, Message, Order, OrderStatus
 from app.services import Services
 from app.settings import Settings
 from app.web.limits import UVICORN_LIMITS
+from tests.support.servers import app_in_thread
 
 IDENTITY_SECRET = "shop-identity-secret-for-tests"
 STARTUP_TIMEOUT_S = 20.0
@@ -139,43 +138,15 @@ def add_customer_with_order(
         return customer.id
 
 
-def free_port() -> int:
-    """A 127.0.0.1 port nothing listens on (bound, then released)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _free_socket() -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    return sock
-
-
 def run_live_app(settings: Settings, **app_options: Any) -> Iterator[LiveApp]:
     """Start memdesk with ``settings``; yields once it answers, stops it afterwards."""
     app = create_app(settings, **app_options)
-    sock = _free_socket()
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5, **UVICORN_LIMITS)
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + STARTUP_TIMEOUT_S
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("memdesk test server did not start")
-        time.sleep(0.01)
-    live = LiveApp(url=f"http://127.0.0.1:{port}", app=app, settings=settings)
-    try:
-        yield live
-    finally:
-        live.close()
-        server.should_exit = True
-        thread.join(timeout=15)
-        sock.close()
+    with app_in_thread(app, timeout_s=STARTUP_TIMEOUT_S, timeout_graceful_shutdown=5, **UVICORN_LIMITS) as url:
+        live = LiveApp(url=url, app=app, settings=settings)
+        try:
+            yield live
+        finally:
+            live.close()
 
 
 def sse_events(response: httpx.Response) -> Iterator[dict[str, Any]]:

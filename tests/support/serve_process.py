@@ -2,7 +2,7 @@
 
 The child runs ``python -m app.cli serve`` from this checkout (``PYTHONPATH``), in its own working directory (no
 stray ``.env``), configured only through ``MEMDESK_*`` variables; its output goes to ``serve.log`` in that
-directory, which a failing test prints.
+directory, which a failing test prints. ``start_serve`` starts it and waits through ``tests.support.servers``.
 """
 
 from __future__ import annotations
@@ -17,13 +17,10 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
-
-from tests.support.live_app import free_port
 from tests.support.scripted_llm import ScriptedLLMServer
+from tests.support.servers import free_port, loopback_url, start_process, stop_process
 
 REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
-READY_TIMEOUT_S = 60.0
 TEST_SECRET_KEY = "test-secret-key-0123456789-abcdefghijklmnop"
 
 
@@ -54,9 +51,7 @@ class ServeProcess:
         return time.monotonic() - started
 
     def ensure_stopped(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(timeout=10)
+        stop_process(self.process, stop_signal=signal.SIGKILL, timeout_s=10)
 
 
 def scripted_llm_settings(llm: ScriptedLLMServer) -> dict[str, str]:
@@ -105,29 +100,14 @@ def start_serve(work_dir: Path, settings: dict[str, str]) -> ServeProcess:
     """Start ``memdesk serve`` with ``settings`` (``MEMDESK_*`` names) and wait until it answers ``/healthz``."""
     work_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()
-    environment = serve_environment(work_dir, port, settings)
-    log_path = work_dir / "serve.log"
-    with log_path.open("ab") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "serve"],
-            cwd=work_dir,
-            env=environment,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    served = ServeProcess(process=process, url=f"http://127.0.0.1:{port}", log_path=log_path)
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"memdesk serve exited with {process.returncode}:\n{served.log()[-4000:]}")
-        try:
-            if httpx.get(f"{served.url}/healthz", timeout=1.0).status_code == 200:
-                return served
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    served.ensure_stopped()
-    raise AssertionError(f"memdesk serve did not answer within {READY_TIMEOUT_S} s:\n{served.log()[-4000:]}")
+    started = start_process(
+        [sys.executable, "-m", "app.cli", "serve"],
+        log_path=work_dir / "serve.log",
+        url=f"{loopback_url(port)}/healthz",
+        env=serve_environment(work_dir, port, settings),
+        cwd=work_dir,
+    )
+    return ServeProcess(process=started.process, url=loopback_url(port), log_path=started.log_path)
 
 
 def start_together(work_dirs: list[Path], settings: dict[str, str], stack: ExitStack) -> list[ServeProcess]:

@@ -7,14 +7,12 @@ import json
 import logging
 import os
 import sqlite3
-import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from importlib.metadata import version
 from pathlib import Path
 
-import httpx
 import pytest
 
 from app.cli import main
@@ -22,8 +20,8 @@ from memory.conclusions import Conclusion, ConclusionKind, ConclusionSource
 from memory.config import VectorStoreKind
 from memory.store import CustomerMemory
 from tests.memory.conftest import hashing_options
-from tests.support.live_app import free_port
-from tests.support.serve_process import READY_TIMEOUT_S, REPOSITORY_ROOT, TEST_SECRET_KEY
+from tests.support.serve_process import REPOSITORY_ROOT, TEST_SECRET_KEY
+from tests.support.servers import free_port, loopback_url, started_process
 
 
 @pytest.fixture
@@ -131,40 +129,22 @@ def test_serve_uses_database_url(data_dir: Path, tmp_path: Path) -> None:
         "MEMDESK_LLM_BASE_URL": "http://127.0.0.1:9/v1",
         "MEMDESK_ACCESS_LOG": "false",
     }
-    log_path = tmp_path / "serve.log"
-    with log_path.open("w") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--database-url", url],
-            env=environment,
-            stdout=log,
-            stderr=log,
-        )
-    try:
-        _wait_for_health(f"http://127.0.0.1:{port}", process, log_path)
-        assert f"database:      {url}" in log_path.read_text()
+    command = [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--database-url", url]
+    with started_process(
+        command,
+        log_path=tmp_path / "serve.log",
+        url=f"{loopback_url(port)}/healthz",
+        env=environment,
+        stop_timeout_s=30,
+    ) as served:
+        assert f"database:      {url}" in served.output()
         tables = {row[0] for row in sqlite3.connect(tmp_path / "served.db").execute("SELECT name FROM sqlite_master")}
         assert "customers" in tables
         assert not (data_dir / "memdesk.db").exists()
         record = json.loads((data_dir / "memdesk-serve.json").read_text())
-        assert record == {"pid": process.pid, "url": f"http://127.0.0.1:{port}", "database": url}
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-    assert process.returncode == 0
+        assert record == {"pid": served.pid, "url": loopback_url(port), "database": url}
+    assert served.process.returncode == 0, served.output()
     assert not (data_dir / "memdesk-serve.json").exists()
-
-
-def _wait_for_health(url: str, process: subprocess.Popen[bytes], log_path: Path) -> None:
-    deadline = __import__("time").monotonic() + READY_TIMEOUT_S
-    while __import__("time").monotonic() < deadline:
-        assert process.poll() is None, log_path.read_text()
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1.0).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        __import__("time").sleep(0.1)
-    raise AssertionError(f"memdesk serve did not answer:\n{log_path.read_text()}")
 
 
 def test_a_missing_database_driver_is_named_with_the_install_command(

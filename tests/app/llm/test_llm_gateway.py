@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import socket
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -28,6 +27,7 @@ from app.llm import (
 from app.settings import ModelPrice, Settings
 from compression.types import Completion, Usage
 from tests.support.scripted_llm import Fault, ScriptedLLMServer, ScriptedReply, ScriptedToolCall, ScriptedUsage
+from tests.support.servers import free_port
 from tests.support.settings import CHAT_MODEL, SUMMARY_MODEL, TEST_API_KEY, GatewayFactory
 
 pytestmark = pytest.mark.anyio
@@ -37,12 +37,6 @@ USER_MESSAGES = [
     {"role": "user", "content": "Where is my order #W2378156?"},
 ]
 LONG_TEXT = "Your order #W2378156 left the warehouse yesterday and should arrive by Friday. " * 3
-
-
-def closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 # --- chat ------------------------------------------------------------------------------------------------------
@@ -373,7 +367,7 @@ FAILURES = {
 async def test_failures_raise_the_matching_error_with_context(
     make_gateway: GatewayFactory, scripted_server: ScriptedLLMServer, case: FailureCase, call: str
 ) -> None:
-    base_url = scripted_server.base_url if case.reply else f"http://127.0.0.1:{closed_port()}/v1"
+    base_url = scripted_server.base_url if case.reply else f"http://127.0.0.1:{free_port()}/v1"
     if case.reply:
         scripted_server.enqueue(case.reply)
     options = {"base_url": base_url} | ({"timeout_s": case.timeout_s} if case.timeout_s else {})

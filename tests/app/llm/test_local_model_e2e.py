@@ -13,7 +13,8 @@ from sqlmodel import select
 from app.llm.local_model import LocalModelServer
 from app.models import AuditEvent, Conversation, ConversationStatus, MessageAuthor, Order, Shipment, ShipmentStatus
 from app.settings import EMBEDDED_CHAT_MODEL, Settings
-from tests.support.live_app import IDENTITY_SECRET, LiveApp, add_customer_with_order, free_port, run_live_app
+from tests.support.live_app import IDENTITY_SECRET, LiveApp, add_customer_with_order, run_live_app
+from tests.support.servers import free_port
 
 pytest.importorskip("llama_cpp", reason="the local-model extra is not installed")
 

@@ -23,8 +23,8 @@ import pytest
 
 from app.infra.pid_files import process_alive
 from app.llm.local_model import is_local_model_process, port_in_use
-from tests.support.live_app import free_port
 from tests.support.serve_process import TEST_SECRET_KEY, start_serve
+from tests.support.servers import free_port, loopback_url, started_process
 from tests.support.stand_in_model import install_stand_in, started_pids
 
 STOP_LIMIT_S = 30.0
@@ -127,21 +127,14 @@ def test_a_stop_signal_while_the_local_model_loads_leaves_no_child(setup: Setup)
         "MEMDESK_DATA_DIR": str(setup.data_dir),
         **setup.settings(STAND_IN_STARTUP_DELAY_S="60"),
     }
-    with log_path.open("w") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "serve"], cwd=setup.work_dir, env=environment, stdout=log, stderr=log
-        )
-    try:
+    command = [sys.executable, "-m", "app.cli", "serve"]
+    with started_process(command, log_path=log_path, env=environment, cwd=setup.work_dir) as serving:
         deadline = time.monotonic() + EXIT_LIMIT_S
         while not setup.children() and time.monotonic() < deadline:
             time.sleep(0.1)
         (child,) = setup.children()
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=STOP_LIMIT_S) == 0, log_path.read_text()
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        serving.process.send_signal(signal.SIGTERM)
+        assert serving.process.wait(timeout=STOP_LIMIT_S) == 0, serving.output()
     assert not process_alive(child), log_path.read_text()
     assert not setup.model_pid_file.exists()
 
@@ -192,14 +185,13 @@ def test_the_local_model_of_a_server_still_running_is_left_alone(setup: Setup) -
 
 
 def test_a_model_server_this_data_directory_did_not_start_is_reported_and_left_running(setup: Setup) -> None:
-    foreign = subprocess.Popen(
+    with started_process(
         [sys.executable, "-m", "llama_cpp.server", "--port", str(setup.model_port), "--model_alias", "other-model"],
+        log_path=setup.work_dir.parent / "foreign-model.log",
+        url=f"{loopback_url(setup.model_port)}/v1/models",
         env={**os.environ, "PYTHONPATH": setup.pythonpath},
-    )
-    try:
-        deadline = time.monotonic() + STOP_LIMIT_S
-        while not port_in_use(setup.model_port) and time.monotonic() < deadline:
-            time.sleep(0.1)
+        timeout_s=STOP_LIMIT_S,
+    ) as foreign:
         result = run_serve_to_exit(setup, setup.settings())
         assert result.returncode == 1
         assert (
@@ -207,10 +199,7 @@ def test_a_model_server_this_data_directory_did_not_start_is_reported_and_left_r
             "that this data directory did not start"
         ) in result.stderr
         assert "MEMDESK_LOCAL_MODEL_PORT" in result.stderr
-        assert foreign.poll() is None, "memdesk must not stop a process it did not start"
-    finally:
-        foreign.kill()
-        foreign.wait()
+        assert foreign.process.poll() is None, "memdesk must not stop a process it did not start"
 
 
 def test_a_port_held_by_another_program_is_reported(setup: Setup) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from app.demo_shop import shop_tools
 from app.tools import ErrorCode, ToolConfigError, ToolContext, ToolRegistry, build_tool_registry
 from app.tools.http_tools import HttpTool, load_http_tools, parse_http_tools
 from app.tools.references import Lookup, named_references
+from tests.support.servers import free_port
 from tests.support.shop_api import ShopAPI, running_shop_api
 from tests.support.shop_fixtures import chat, make_engine
 
@@ -237,9 +237,7 @@ def test_timeout_is_a_structured_tool_error(registry: ToolRegistry, session: Ses
 
 
 def test_unreachable_api_is_a_structured_tool_error(session: Session, tmp_path: Path) -> None:
-    with socket.socket() as probe:  # a port nobody listens on
-        probe.bind(("127.0.0.1", 0))
-        closed_port = probe.getsockname()[1]
+    closed_port = free_port()  # a port nobody listens on
     path = tmp_path / "tools.json"
     path.write_text(json.dumps({"tools": [tool("down", f"http://127.0.0.1:{closed_port}/x")]}), encoding="utf-8")
     registry = ToolRegistry(load_http_tools(path, environ={}))

@@ -13,8 +13,9 @@ import pytest
 
 from app.models import Conversation, ConversationStatus, MessageAuthor, MessageRole, OrderStatus
 from app.turns.turn import FALLBACK_REPLY, MAX_TOOL_ROUNDS
-from tests.support.live_app import LiveApp, add_customer_with_order, free_port, run_live_app, sse_events
+from tests.support.live_app import LiveApp, add_customer_with_order, run_live_app, sse_events
 from tests.support.scripted_llm import Fault, ScriptedLLMServer, ScriptedReply, ScriptedToolCall
+from tests.support.servers import free_port
 from tests.support.settings import CHAT_MODEL, app_settings
 
 

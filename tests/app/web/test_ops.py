@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine
 
-from tests.support.live_app import LiveApp, free_port, run_live_app
+from tests.support.live_app import LiveApp, run_live_app
 from tests.support.scripted_llm import ScriptedLLMServer
+from tests.support.servers import free_port
 from tests.support.settings import app_settings
 
 METRICS_TOKEN = "metrics-token-for-tests-0123456789"

@@ -12,8 +12,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from benchmarks.memory_data import BenchmarkSettings, bulk_draw, customer_bulk_indices, customer_id
-from benchmarks.stats import percentile
+from benchmarks.harness.measure import percentile
+from benchmarks.memory.data import BenchmarkSettings, bulk_draw, customer_bulk_indices, customer_id
 from memory.conclusions import Conclusion
 from memory.store import CustomerMemory
 

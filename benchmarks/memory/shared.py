@@ -1,6 +1,6 @@
 """Several processes on one embedded memory store at once: what a memdesk server, the CLI and a second worker do.
 
-    python -m benchmarks.memory_shared --json --data-dir DIR [--seconds 60] [--processes 2]
+    python -m benchmarks.memory.shared --json --data-dir DIR [--seconds 60] [--processes 2]
 
 Run by ``benchmarks.memory`` on the embedded store it has just measured (``--data-dir``: that store's directory,
 holding its largest size). Each process opens its own ``CustomerMemory`` on the same SQLite file (hashing embedder)
@@ -25,8 +25,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from benchmarks.memory_data import BenchmarkSettings, fresh_conclusions, recall_pairs
-from benchmarks.stats import percentile
+from benchmarks.harness.measure import percentile
+from benchmarks.harness.report import print_report
+from benchmarks.memory.data import BenchmarkSettings, fresh_conclusions, recall_pairs
 from memory.config import EmbedderKind, MemoryOptions, VectorStoreKind
 from memory.store import CustomerMemory
 
@@ -116,8 +117,8 @@ def run_shared(data_dir: Path, *, seconds: float, loaded: int, settings: Benchma
               "--start-at", str(start_at), "--settings", json.dumps(asdict(settings))]  # fmt: skip
     workers = [
         subprocess.Popen(
-            [sys.executable, "-m", "benchmarks.memory_shared", "--worker", str(number), *common],
-            cwd=Path(__file__).resolve().parents[1],
+            [sys.executable, "-m", "benchmarks.memory.shared", "--worker", str(number), *common],
+            cwd=Path(__file__).resolve().parents[2],
             env=env,
             stdout=subprocess.PIPE,
             text=True,
@@ -168,7 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     report = run_shared(args.data_dir, seconds=args.seconds, loaded=loaded, settings=settings,
                         processes=args.processes)  # fmt: skip
-    print(json.dumps(report) if args.json else json.dumps(report, indent=2))
+    print_report(report, one_line=args.json)
     return 1 if report["errors"] or report["lost_writes"] else 0
 
 

@@ -1,7 +1,7 @@
 """The embedded vector stores memdesk could use, measured on the one query memdesk makes: nearest memories of one
 customer among all customers' memories.
 
-    python -m benchmarks.memory_candidates --json [--memories 100000] [--candidate-python PATH]
+    python -m benchmarks.memory.candidates --json [--memories 100000] [--candidate-python PATH]
 
 Candidates (each in a fresh process of its own, in a fresh directory):
 
@@ -35,7 +35,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from benchmarks.stats import percentile
+from benchmarks.harness.measure import percentile
+from benchmarks.harness.report import print_report
 
 DIMS = 384
 CUSTOMERS = 1_000
@@ -157,7 +158,7 @@ def _load(insert: Callable[[list[str], Any, list[dict[str, Any]]], None], memori
 
 def _second_process_writes(name: str, directory: Path) -> dict[str, Any]:
     """Another process opens the store the first holds open and writes one row; does it work, and is it seen?"""
-    probe = [sys.executable, "-m", "benchmarks.memory_candidates", "--probe", name, "--directory", str(directory)]
+    probe = [sys.executable, "-m", "benchmarks.memory.candidates", "--probe", name, "--directory", str(directory)]
     done = subprocess.run(probe, capture_output=True, text=True, timeout=600, check=False)
     return {"ok": done.returncode == 0, "error": done.stderr.strip().splitlines()[-1:] if done.returncode else []}
 
@@ -234,9 +235,9 @@ def install_mib(names: Sequence[str]) -> dict[str, Any]:
 # -- the run ------------------------------------------------------------------------------------------------------
 def spawn(name: str, python: str, memories: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix=f"memdesk-candidate-{name}-") as scratch:
-        command = [python, "-m", "benchmarks.memory_candidates", "--worker", name, "--directory", scratch,
+        command = [python, "-m", "benchmarks.memory.candidates", "--worker", name, "--directory", scratch,
                    "--memories", str(memories)]  # fmt: skip
-        done = subprocess.run(command, cwd=Path(__file__).resolve().parents[1], stdout=subprocess.PIPE, text=True,
+        done = subprocess.run(command, cwd=Path(__file__).resolve().parents[2], stdout=subprocess.PIPE, text=True,
                               timeout=WORKER_TIMEOUT_S, check=False)  # fmt: skip
     if done.returncode != 0 or not done.stdout.strip():
         return {"skipped": f"worker exited with status {done.returncode}; its stderr is above"}
@@ -267,7 +268,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         python = sys.executable if name == "sqlite_numpy" else args.candidate_python
         print(f"[memory_candidates] {name} with {python}", file=sys.stderr, flush=True)
         report["candidates"][name] = spawn(name, python, args.memories)
-    print(json.dumps(report) if args.json else json.dumps(report, indent=2))
+    print_report(report, one_line=args.json)
     return 0
 
 

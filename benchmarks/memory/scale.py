@@ -3,11 +3,11 @@ each Mem0 vector store memdesk offers.
 
     python -m benchmarks.memory --json [--sizes 10000 100000] [--stores sqlite qdrant pgvector] [--shared-s 60]
 
-1,000 customers share 10k, then 100k memories (``benchmarks.memory_data``: seeded support conclusions, the same in
+1,000 customers share 10k, then 100k memories (``benchmarks.memory.data``: seeded support conclusions, the same in
 every run). Each store runs in a process of its own, one store after the other (2 cores): the embedded default
 (``memory.sqlite_store``, one SQLite file keyed by customer), Qdrant's local mode (a directory, ``on_disk``, as
 memdesk configures it) and pgvector (a real PostgreSQL from the PyPI package ``pgserver``,
-``benchmarks.memory_pgvector``), measured twice on pgvector: as Mem0 creates the table (HNSW on the vector, GIN on
+``benchmarks.memory.pgvector``), measured twice on pgvector: as Mem0 creates the table (HNSW on the vector, GIN on
 the text, nothing on the customer) and with memdesk's index on ``payload->>'user_id'``, each on connections of its
 own (see ``reopened``).
 
@@ -24,7 +24,7 @@ measuring phase stops after its sample count or its time budget (but never below
 mode needs about a second per recall at 100k memories.
 
 Last, two processes share the embedded default's file at the largest size for ``--shared-s`` seconds, each
-remembering and recalling in a loop (``benchmarks.memory_shared``): errors, and writes a process reported done that
+remembering and recalling in a loop (``benchmarks.memory.shared``): errors, and writes a process reported done that
 the store does not hold at the end (lost writes).
 """
 
@@ -46,13 +46,14 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
-from benchmarks.memory_data import (
+from benchmarks.harness.report import print_report
+from benchmarks.memory.data import (
     BenchmarkSettings,
     bulk_load,
     fresh_conclusions,
     recall_pairs,
 )
-from benchmarks.memory_measure import (
+from benchmarks.memory.measure import (
     MIN_SAMPLES,
     check_bulk_visible,
     flushed_commits_per_s,
@@ -61,7 +62,7 @@ from benchmarks.memory_measure import (
     measure_remember,
     rss_mib,
 )
-from benchmarks.memory_pgvector import (
+from benchmarks.memory.pgvector import (
     DATABASE_NAME,
     HNSW_BUILD_MEMORY,
     BenchmarkPostgres,
@@ -69,7 +70,7 @@ from benchmarks.memory_pgvector import (
     close_store,
     reopened,
 )
-from benchmarks.memory_shared import PROCESSES, SHARED_S, run_shared
+from benchmarks.memory.shared import PROCESSES, SHARED_S, run_shared
 from memory.config import EmbedderKind, MemoryOptions, VectorStoreKind, prepare_environment
 from memory.store import RECALL_LIMIT, CustomerMemory
 
@@ -274,7 +275,7 @@ def spawn_store(store_name: str, sizes: Sequence[int], data_dir: Path, settings:
     env = {**os.environ, "MEM0_DIR": str(data_dir / "mem0"), "OMP_NUM_THREADS": "1"}
     done = subprocess.run(
         worker_command(store_name, sizes, data_dir, settings, pgvector_url),
-        cwd=Path(__file__).resolve().parents[1], env=env, stdout=subprocess.PIPE, text=True,
+        cwd=Path(__file__).resolve().parents[2], env=env, stdout=subprocess.PIPE, text=True,
         timeout=WORKER_TIMEOUT_S, check=False,
     )  # fmt: skip
     if done.returncode != 0 or not done.stdout.strip():
@@ -307,7 +308,7 @@ METHOD = {
     "the disk once (Mem0's history file is not flushed), so this is its ceiling at that moment",
     "shared_store": "embedded default only, at the largest size: processes each open the store and alternate "
     "remember (fresh conclusions) and recall from a common start; lost_writes = completed writes missing from "
-    "CustomerMemory.list afterwards (benchmarks/memory_shared.py)",
+    "CustomerMemory.list afterwards (benchmarks/memory/shared.py)",
     "remember": "CustomerMemory.remember, one fresh conclusion per call (content-hash lookup, Mem0 add(infer=False), "
     "supersession lookup), after the recall measurement; those memories stay in the store; remember_lookups / "
     "remember_insert: time inside Mem0's vector_store.list / insert per call",
@@ -421,9 +422,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = BenchmarkSettings(customers=args.customers, recall_queries=args.recall_queries,
                                  remember_count=args.remember_count, phase_budget_s=args.phase_budget_s)  # fmt: skip
     report = run(args.sizes, args.stores, settings, shared_s=args.shared_s)
-    print(json.dumps(report) if args.json else json.dumps(report, indent=2))
+    print_report(report, one_line=args.json)
     return 1 if sanity_failed(report) else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
