@@ -129,5 +129,5 @@ def test_logs_carry_time_level_logger_and_ids_and_never_a_secret_or_token(log_fo
         assert records[1]["level"] == "INFO" and records[1]["name"] == "app.turns.turn"
         assert records[1]["request_id"] == "req-7" and records[1]["conversation_id"] == "42"
     else:
-        assert " INFO app.turns.scheduler [request=req-7 conversation=42] " in lines[1]
+        assert " INFO app.turns.turn [request=req-7 conversation=42] " in lines[1]
         assert lines[2].split(" ")[2] == "WARNING"
