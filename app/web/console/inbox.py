@@ -65,7 +65,7 @@ async def inbox_list(
 
 def signed_in_check(request: Request, services: Services) -> Callable[[], Awaitable[bool]]:
     """A coroutine function telling whether this request's session is still valid (for long-lived streams)."""
-    token = console_signer(services).session_token(request.cookies.get(auth.SESSION_COOKIE))
+    token = console_signer(services.settings).session_token(request.cookies.get(auth.SESSION_COOKIE))
 
     def check() -> bool:
         if token is None:
