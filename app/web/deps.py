@@ -10,6 +10,7 @@ and the CSRF token checked on state-changing requests), or a role-checked one su
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
@@ -196,6 +197,26 @@ def current_staff(request: Request, db: DbDep, settings: SettingsDep) -> Staff:
 
 
 StaffDep = Annotated[Staff, Depends(current_staff)]
+SignedInCheck = Callable[[], Awaitable[bool]]
+
+
+def signed_in_check(request: Request, db: DbDep, settings: SettingsDep) -> SignedInCheck:
+    """A coroutine function telling whether this request's session is still valid (for long-lived streams)."""
+    token = console_signer(settings).session_token(request.cookies.get(SESSION_COOKIE))
+
+    def check() -> bool:
+        if token is None:
+            return False
+        with Session(db) as session:
+            return load_session(session, token, settings, activity=False) is not None
+
+    async def still() -> bool:
+        return await anyio.to_thread.run_sync(check)
+
+    return still
+
+
+SignedInCheckDep = Annotated[SignedInCheck, Depends(signed_in_check)]
 
 
 def audit_refusal(db: Engine, staff: Staff, action: str, request: Request, **detail: object) -> None:

@@ -13,20 +13,18 @@ transaction before it returns, reads included.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, HTTPException, Path, Query, Request, status
-from fastapi.responses import StreamingResponse
-from prometheus_client import Gauge
+from fastapi import APIRouter, Depends, HTTPException, Path, Query, status
+from fastapi.sse import EventSourceResponse, ServerSentEvent
 from pydantic import AfterValidator, BaseModel, Field, StrictBool
 from sqlalchemy import update
 from sqlmodel import Session, col, select
 
 from app.identity import IdentityError, Visitor, verify_shop_identity
-from app.live.broker import Event, SubscriptionClosed
+from app.live.broker import Event, Subscription
 from app.models import (
     Agent,
     Conversation,
@@ -41,8 +39,9 @@ from app.services import Services
 from app.turns.context import start_first_segment
 from app.turns.handoff_request import asks_for_person
 from app.turns.preparation import HANDOFF_NOTE_QUOTE_CHARS
-from app.web.deps import ServicesDep, SessionDep, StreamVisitorDep, VisitorDep
-from app.web.errors import error_responses
+from app.web.deps import BrokerDep, DbDep, MetricsDep, ServicesDep, SessionDep, StreamVisitorDep, VisitorDep
+from app.web.errors import error_responses, stream_error_responses
+from app.web.event_streams import LastEventIdHeader, SinceQuery, reconnect_delay
 from app.web.input import SOME_VISIBLE_TEXT, DatabaseInt, FreeText, IdentifierText, StrictJSONRoute
 
 router = APIRouter(
@@ -52,7 +51,6 @@ router = APIRouter(
     responses=error_responses(status.HTTP_401_UNAUTHORIZED),
 )
 
-HEARTBEAT_S = 15.0
 CUSTOMER_EVENT_TYPES = frozenset({"message.created", "message.delta", "typing", "conversation.status", "resync"})
 MAX_NAME_CHARS = 200
 MAX_PUBLIC_ID_CHARS = 64
@@ -285,21 +283,11 @@ def _hand_off_on_button(session: Session, services: Services, conversation: Conv
     )
 
 
-@contextmanager
-def _counted_down(gauge: Gauge) -> Iterator[None]:
-    try:
-        yield
-    finally:
-        gauge.dec()
-
-
-def _customer_event(event: Event) -> str | None:
-    """The event as the customer's stream sends it, or None when it is not for customers."""
+def _for_customer(event: Event) -> bool:
+    """Whether the customer's stream sends this event: one of their types, and no message hidden from them."""
     if event.type not in CUSTOMER_EVENT_TYPES:
-        return None
-    if event.type == "message.created" and not MessagePublic.model_validate(event.data).customer_visible:
-        return None
-    return event.to_sse()
+        return False
+    return event.type != "message.created" or MessagePublic.model_validate(event.data).customer_visible
 
 
 EVENT_STREAM_DOC: dict[int | str, dict[str, Any]] = {
@@ -311,56 +299,48 @@ EVENT_STREAM_DOC: dict[int | str, dict[str, Any]] = {
         ),
         "content": {
             "text/event-stream": {
-                "schema": {
-                    "type": "object",
+                "itemSchema": {
                     "required": ["id", "event", "data"],
                     "properties": {
-                        "id": {"type": "string"},
-                        "event": {"type": "string", "enum": sorted(CUSTOMER_EVENT_TYPES)},
-                        "data": {"type": "string", "contentMediaType": "application/json"},
+                        "event": {"enum": sorted(CUSTOMER_EVENT_TYPES)},
+                        "data": {"contentMediaType": "application/json"},
                     },
                 }
             }
         },
     },
-    **error_responses(status.HTTP_404_NOT_FOUND),
+    **stream_error_responses(status.HTTP_401_UNAUTHORIZED, status.HTTP_404_NOT_FOUND),
 }
+
+
+async def visitor_subscription(
+    conversation_id: ConversationRef,
+    visitor: StreamVisitorDep,
+    db: DbDep,
+    broker: BrokerDep,
+    metrics: MetricsDep,
+    last_event_id: LastEventIdHeader = None,
+    since: SinceQuery = None,
+) -> AsyncIterator[Subscription]:
+    """The subscription to the visitor's own conversation (404 for any other), counted as an open stream."""
+    with Session(db) as session:
+        key = _own_conversation(session, visitor, conversation_id).id
+    assert key is not None
+    with broker.subscribe(key, last_event_id or since) as subscription, metrics.sse_connections.track_inprogress():
+        yield subscription
+
+
+VisitorSubscriptionDep = Annotated[Subscription, Depends(visitor_subscription)]
 
 
 @router.get(
     "/conversations/{conversation_id}/events",
-    response_class=StreamingResponse,
+    response_class=EventSourceResponse,
     responses=EVENT_STREAM_DOC,
 )
-async def conversation_events(
-    conversation_id: ConversationRef,
-    request: Request,
-    visitor: StreamVisitorDep,
-    services: ServicesDep,
-    last_event_id: Annotated[str | None, Header(max_length=64)] = None,
-    since: Annotated[str | None, Query(max_length=64, description="Last-Event-ID, for clients without headers")] = None,
-) -> StreamingResponse:
+async def conversation_events(subscription: VisitorSubscriptionDep) -> AsyncIterator[ServerSentEvent]:
     """Server-sent events; reconnect with ``Last-Event-ID`` (or ``?since=``) to receive what was missed."""
-    with Session(services.db) as session:
-        key = _own_conversation(session, visitor, conversation_id).id
-    assert key is not None
-    subscription = services.broker.subscribe(key, last_event_id or since)
-
-    async def stream() -> AsyncIterator[str]:
-        services.metrics.sse_connections.inc()
-        with subscription, _counted_down(services.metrics.sse_connections):
-            yield "retry: 2000\n\n"
-            while not await request.is_disconnected():
-                try:
-                    event = await subscription.next(HEARTBEAT_S)
-                except SubscriptionClosed:
-                    return
-                if event is None:
-                    yield ": keep-alive\n\n"
-                    continue
-                frame = _customer_event(event)
-                if frame is not None:
-                    yield frame
-
-    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-    return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
+    yield reconnect_delay()
+    async for event in subscription:
+        if _for_customer(event):
+            yield ServerSentEvent(id=event.id, event=event.type, data=event.data)
