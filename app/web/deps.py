@@ -46,6 +46,7 @@ from app.tools import ToolRegistry
 from app.turns.preparation import ButtonHandoff
 from app.turns.scheduler import TurnScheduler
 from app.web.console.common import ConsoleError
+from memory.store import CustomerMemory
 
 SessionDep = Annotated[Session, Depends(get_session)]
 
@@ -82,6 +83,11 @@ def get_memory(services: ServicesDep) -> MemoryService | None:
     return services.memory
 
 
+def get_memory_store(services: ServicesDep) -> CustomerMemory | None:
+    """The memory store itself, for the privacy functions, which run it in a thread of their own."""
+    return services.memory.store if services.memory is not None else None
+
+
 def get_metrics(services: ServicesDep) -> Metrics:
     return services.metrics
 
@@ -112,6 +118,7 @@ BrokerDep = Annotated[EventBroker, Depends(get_broker)]
 TurnsDep = Annotated[TurnScheduler, Depends(get_turns)]
 HandoffDep = Annotated[ButtonHandoff, Depends(get_handoff)]
 MemoryDep = Annotated[MemoryService | None, Depends(get_memory)]
+MemoryStoreDep = Annotated[CustomerMemory | None, Depends(get_memory_store)]
 MetricsDep = Annotated[Metrics, Depends(get_metrics)]
 ToolsDep = Annotated[ToolRegistry, Depends(get_tools)]
 GatewayDep = Annotated[LLMGateway, Depends(get_gateway)]
