@@ -1,8 +1,8 @@
 """FastAPI dependencies as ``Annotated`` aliases; handlers take only these plus path and body parameters.
 
-Handlers take the one long-lived object they use (``DbDep``, ``BrokerDep``, ``TurnsDep``, ``MemoryDep``, ...), each
-picked from the app's ``Services`` by ``get_services``, the one reader of ``app.state``; ``ServicesDep`` is left
-for what needs the whole container.
+Handlers take the long-lived objects they use (``DbDep``, ``BrokerDep``, ``TurnsDep``, ``MemoryDep``, ...), never
+the whole container: each alias picks its object from the app's ``Services``, which ``get_services`` (the one
+reader of ``app.state``) hands to the dependencies here and to nothing else.
 
 Console routes take one of the staff aliases at the end: ``StaffDep`` (signed in), ``ConsoleStaffDep`` (signed in,
 and the CSRF token checked on state-changing requests), or a role-checked one such as ``MemoryEditorDep``.
