@@ -8,6 +8,7 @@ out, is audited.
 
 from __future__ import annotations
 
+from importlib.resources import files
 from pathlib import Path
 from typing import Annotated
 
@@ -27,7 +28,8 @@ from app.web.deps import ConsoleStaffDep, DbDep, SettingsDep, console_signer
 
 router = APIRouter(prefix="/console", include_in_schema=False)
 
-STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
+# Package data, found the same in a wheel and in an editable install (as the widget's files are).
+STATIC_DIR = Path(str(files("app").joinpath("static")))
 STATIC_FILES = {
     "console.css": ("console.css", "text/css; charset=utf-8"),
     "console.js": ("console.js", "text/javascript; charset=utf-8"),
