@@ -1,8 +1,8 @@
 """The customer panel beside a conversation: profile, orders and long-term memories.
 
 Orders come through the tool layer (the ``list_orders`` tool the bot uses, so a shop wired through HTTP tools shows
-its own orders), on a worker thread. Memories come from ``CustomerMemory`` only, on the memory service's bounded
-pool with a timeout: a slow or stuck memory store costs the panel its memory list, never the page.
+its own orders), on a worker thread. Memories come from the memory service (``CustomerMemory`` on its bounded pool,
+with a timeout): a slow or stuck memory store costs the panel its memory list, never the page.
 """
 
 from __future__ import annotations
@@ -13,19 +13,18 @@ from datetime import date, timedelta
 from typing import Any
 
 import anyio
+from sqlalchemy import Engine
 from sqlmodel import Session, col, func, select
 
-from app.customer_memory.ids import memory_customer_id
+from app.customer_memory.service import MemoryService
 from app.models import Agent, Conversation, Customer
-from app.services import Services
-from app.tools import ToolContext
+from app.tools import ToolContext, ToolRegistry
 from app.tools.registry import ErrorCode
 from memory.conclusions import PROMISE_GRACE_DAYS, ConclusionKind, MemoryItem
 from memory.store import CustomerMemoryError
 
 ORDERS_TOOL = "list_orders"
 ORDERS_SHOWN = 10
-MEMORY_PANEL_TIMEOUT_S = 5.0
 SOURCE_LABELS = {"compaction": "compaction", "nightly_sync": "sync", "agent": "human"}
 STAFF_ACTOR_PREFIX = "agent:"
 
@@ -89,13 +88,13 @@ def load_profile(session: Session, customer_id: int) -> CustomerProfile:
     )
 
 
-def _orders_now(services: Services, profile: CustomerProfile, actor: str) -> OrdersView:
+def _orders_now(db: Engine, tools: ToolRegistry, profile: CustomerProfile, actor: str) -> OrdersView:
     arguments = json.dumps({"limit": ORDERS_SHOWN})
-    with Session(services.db) as session:
+    with Session(db) as session:
         context = ToolContext(
             session=session, customer_id=profile.id, external_customer_id=profile.external_id, actor=actor
         )
-        result = services.tools.execute(ORDERS_TOOL, arguments, context)
+        result = tools.execute(ORDERS_TOOL, arguments, context)
         session.commit()
     if result.error_code == ErrorCode.UNKNOWN_TOOL:
         return OrdersView(problem="No order tool is configured for this shop.")
@@ -107,8 +106,8 @@ def _orders_now(services: Services, profile: CustomerProfile, actor: str) -> Ord
     return OrdersView(orders=orders, total=int(payload.get("total_orders", len(orders))))
 
 
-async def load_orders(services: Services, profile: CustomerProfile, actor: str) -> OrdersView:
-    return await anyio.to_thread.run_sync(_orders_now, services, profile, actor)
+async def load_orders(db: Engine, tools: ToolRegistry, profile: CustomerProfile, actor: str) -> OrdersView:
+    return await anyio.to_thread.run_sync(_orders_now, db, tools, profile, actor)
 
 
 def expiry_of(item: MemoryItem) -> date | None:
@@ -149,30 +148,29 @@ def memory_views(items: list[MemoryItem]) -> list[MemoryView]:
     ]
 
 
-async def load_memories(services: Services, customer_id: int) -> MemoriesView:
-    if services.memory is None:
+async def load_memories(memory: MemoryService | None, db: Engine, customer_id: int) -> MemoriesView:
+    """The memory list, with editors' names from ``db``."""
+    if memory is None:
         return MemoriesView(problem="Long-term memory is switched off (MEMDESK_MEMORY_ENABLED=false).")
     try:
-        items = await services.memory.pool.run(
-            services.memory.store.list, memory_customer_id(customer_id), timeout_s=MEMORY_PANEL_TIMEOUT_S
-        )
+        items = await memory.list(customer_id)
     except (CustomerMemoryError, TimeoutError, RuntimeError) as error:
         return MemoriesView(problem=f"Memories are unavailable right now ({error}). Try again shortly.")
     views = memory_views(items)
     editors = {view.edited_by for view in views if view.edited_by}
-    names = await anyio.to_thread.run_sync(_staff_names, services, editors) if editors else {}
+    names = await anyio.to_thread.run_sync(_staff_names, db, editors) if editors else {}
     return MemoriesView(
         items=[replace(view, edited_by=names.get(view.edited_by or "", view.edited_by)) for view in views]
     )
 
 
-def _staff_names(services: Services, actors: set[str]) -> dict[str, str]:
+def _staff_names(db: Engine, actors: set[str]) -> dict[str, str]:
     """Staff members' names for actors like ``agent:7`` (memories store who edited them as an actor); an actor that
     is not a staff member (``cli``), or one since removed, keeps its raw form."""
     ids = {int(actor[len(STAFF_ACTOR_PREFIX) :]) for actor in actors if _is_staff_actor(actor)}
     if not ids:
         return {}
-    with Session(services.db) as session:
+    with Session(db) as session:
         rows = session.exec(select(Agent.id, Agent.name).where(col(Agent.id).in_(ids))).all()
         session.commit()
     return {f"{STAFF_ACTOR_PREFIX}{agent_id}": name for agent_id, name in rows}

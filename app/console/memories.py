@@ -1,8 +1,8 @@
 """Supervisors' changes to a customer's long-term memories: add, edit, lock, delete, and reading a history.
 
-Every write goes through ``CustomerMemory`` on the memory service's bounded pool, is locked against later
-automatic writes (compaction, nightly sync), and is audited with the staff member as actor (target: the customer,
-so an erasure removes the trail with the customer).
+Every write goes through the memory service (``CustomerMemory`` on its bounded pool, with a timeout), is locked
+against later automatic writes (compaction, nightly sync), and is audited with the staff member as actor (target:
+the customer, so an erasure removes the trail with the customer).
 
 Dates: an edit or an addition takes its due date from the form's date field when one is given, else from the text
 (the one date it names, relative dates resolved against today, as the compressor reads decisions); its expiry
@@ -12,26 +12,26 @@ text that names no date and a form without one leave the memory without a due da
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, timedelta
-from typing import Any, TypeVar
+from typing import Any
 
+from sqlalchemy import Engine
 from sqlmodel import Session
 
 from app.console.audit import record_audit_event
 from app.console.permissions import Staff
 from app.customer_memory.ids import memory_customer_id
-from app.services import Services
+from app.customer_memory.service import MemoryService
 from compression.dates import resolve_due
 from compression.facts import FactExtractor
 from memory.conclusions import PROMISE_GRACE_DAYS, Conclusion, ConclusionKind, ConclusionSource, MemoryItem
 
-MEMORY_WRITE_TIMEOUT_S = 10.0
 MAX_MEMORY_CHARS = 1_000
 # Identifiers a decision is about (dates are its values, not its subject).
 SUBJECT_KINDS = frozenset({"order", "tracking", "money", "email", "phone"})
-T = TypeVar("T")
 
 
 class MemoryUnavailable(Exception):
@@ -68,17 +68,19 @@ def checked_text(text: str) -> str:
     return clean
 
 
-async def _on_pool(services: Services, function: Callable[..., T], *args: Any) -> T:
-    if services.memory is None:
+@contextmanager
+def _answering(memory: MemoryService | None) -> Iterator[MemoryService]:
+    """The memory service, its failures (switched off, busy, too slow) raised as ``MemoryUnavailable``."""
+    if memory is None:
         raise MemoryUnavailable("Long-term memory is switched off (MEMDESK_MEMORY_ENABLED=false).")
     try:
-        return await services.memory.pool.run(function, *args, timeout_s=MEMORY_WRITE_TIMEOUT_S)
+        yield memory
     except (TimeoutError, RuntimeError) as error:
         raise MemoryUnavailable(f"Long-term memory did not answer ({error}); nothing was changed.") from error
 
 
-def _audit(services: Services, staff: Staff, action: str, customer_id: int, **detail: Any) -> None:
-    with Session(services.db) as session:
+def _audit(db: Engine, staff: Staff, action: str, customer_id: int, **detail: Any) -> None:
+    with Session(db) as session:
         record_audit_event(
             session,
             actor=staff.actor,
@@ -91,7 +93,14 @@ def _audit(services: Services, staff: Staff, action: str, customer_id: int, **de
 
 
 async def add_memory(
-    services: Services, staff: Staff, customer_id: int, *, kind: str, text: str, dates: MemoryDates
+    memory: MemoryService | None,
+    db: Engine,
+    staff: Staff,
+    customer_id: int,
+    *,
+    kind: str,
+    text: str,
+    dates: MemoryDates,
 ) -> MemoryItem:
     clean = checked_text(text)
     conclusion = Conclusion(
@@ -102,67 +111,48 @@ async def add_memory(
         due_date=dates.due_date,
         identifiers=identifiers_in(clean),
     )
-    store = services.memory.store if services.memory else None
-
-    def run() -> MemoryItem:
-        assert store is not None
-        return store.add_locked(conclusion, editor=staff.actor, expiration_date=dates.expires_on)
-
-    item = await _on_pool(services, run)
-    _audit(services, staff, "add", customer_id, memory_id=item.id, kind=kind)
+    with _answering(memory) as service:
+        item = await service.add_locked(conclusion, editor=staff.actor, expiration_date=dates.expires_on)
+    _audit(db, staff, "add", customer_id, memory_id=item.id, kind=kind)
     return item
 
 
 async def edit_memory(
-    services: Services, staff: Staff, customer_id: int, memory_id: str, *, text: str, dates: MemoryDates
+    memory: MemoryService | None,
+    db: Engine,
+    staff: Staff,
+    customer_id: int,
+    memory_id: str,
+    *,
+    text: str,
+    dates: MemoryDates,
 ) -> MemoryItem:
     clean = checked_text(text)
-    store = services.memory.store if services.memory else None
-
-    def run() -> MemoryItem:
-        assert store is not None
-        return store.edit(
-            memory_customer_id(customer_id),
-            memory_id,
-            clean,
-            editor=staff.actor,
-            due_date=dates.due_date,
-            expiration_date=dates.expires_on,
+    with _answering(memory) as service:
+        item = await service.edit(
+            customer_id, memory_id, clean, editor=staff.actor, due_date=dates.due_date, expiration_date=dates.expires_on
         )
-
-    item = await _on_pool(services, run)
-    _audit(services, staff, "edit", customer_id, memory_id=memory_id)
+    _audit(db, staff, "edit", customer_id, memory_id=memory_id)
     return item
 
 
-async def lock_memory(services: Services, staff: Staff, customer_id: int, memory_id: str) -> MemoryItem:
-    store = services.memory.store if services.memory else None
-
-    def run() -> MemoryItem:
-        assert store is not None
-        return store.lock(memory_customer_id(customer_id), memory_id, editor=staff.actor)
-
-    item = await _on_pool(services, run)
-    _audit(services, staff, "lock", customer_id, memory_id=memory_id)
+async def lock_memory(
+    memory: MemoryService | None, db: Engine, staff: Staff, customer_id: int, memory_id: str
+) -> MemoryItem:
+    with _answering(memory) as service:
+        item = await service.lock(customer_id, memory_id, editor=staff.actor)
+    _audit(db, staff, "lock", customer_id, memory_id=memory_id)
     return item
 
 
-async def delete_memory(services: Services, staff: Staff, customer_id: int, memory_id: str) -> None:
-    store = services.memory.store if services.memory else None
-
-    def run() -> None:
-        assert store is not None
-        store.delete(memory_customer_id(customer_id), memory_id)
-
-    await _on_pool(services, run)
-    _audit(services, staff, "delete", customer_id, memory_id=memory_id)
+async def delete_memory(
+    memory: MemoryService | None, db: Engine, staff: Staff, customer_id: int, memory_id: str
+) -> None:
+    with _answering(memory) as service:
+        await service.delete(customer_id, memory_id)
+    _audit(db, staff, "delete", customer_id, memory_id=memory_id)
 
 
-async def memory_history(services: Services, customer_id: int, memory_id: str) -> list[dict[str, Any]]:
-    store = services.memory.store if services.memory else None
-
-    def run() -> list[dict[str, Any]]:
-        assert store is not None
-        return store.history(memory_customer_id(customer_id), memory_id)
-
-    return await _on_pool(services, run)
+async def memory_history(memory: MemoryService | None, customer_id: int, memory_id: str) -> list[dict[str, Any]]:
+    with _answering(memory) as service:
+        return await service.history(customer_id, memory_id)

@@ -10,6 +10,9 @@ Every Mem0 call (hence every embedder and vector-store call) runs on the service
 turn at most the recall timeout, ties up at most the pool's threads, and once all of them are stuck, calls fail at
 once until one comes back.
 
+Staff read and change memories through it too (``list``, ``history``, ``add_locked``, ``edit``, ``lock``, ``delete``,
+by the app's customer id): on the same pool, with the timeouts a person waits for in the console.
+
 On SQLite, ``run`` is a background task: it delivers due outbox rows whenever ``kick`` is called (after a
 compaction queued conclusions) and every ``OUTBOX_POLL_S`` otherwise, so failed deliveries are retried with their
 backoff. On PostgreSQL the job queue (``app.jobs.queue``) takes over instead: ``deliver_on_request`` makes ``kick``
@@ -21,10 +24,14 @@ round (or the next start) delivers them.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
+from datetime import date
+from functools import partial
+from typing import Any
 
 from sqlalchemy import Engine
 
@@ -50,6 +57,10 @@ MEMORY_WORKERS = 4
 MEMORY_MAX_WAITING = 64
 RECALL_LIMIT = 8
 OUTBOX_POLL_S = 30.0
+# A staff member waits this long for the console's memory list (a slow store costs the panel its list, not the page)
+# and for a change or a history, which may embed text.
+STAFF_READ_TIMEOUT_S = 5.0
+STAFF_CHANGE_TIMEOUT_S = 10.0
 
 
 # Angle brackets become look-alikes, so no memory can open or close a tag of the prompt. Not HTML entities: a model
@@ -138,6 +149,55 @@ class MemoryService:
         self.metrics.recall_failures.inc()
         return ""
 
+    @property
+    def busy(self) -> bool:
+        """Every worker is stuck on a call that did not return in time: new calls fail at once."""
+        return self.pool.stuck >= self.pool.workers
+
+    # -- what staff do in the console ----------------------------------------------------------------------------
+    async def list(self, customer_id: int) -> builtins.list[MemoryItem]:
+        """Every memory of the customer, whatever its status."""
+        return await self.pool.run(self.store.list, memory_customer_id(customer_id), timeout_s=STAFF_READ_TIMEOUT_S)
+
+    async def history(self, customer_id: int, memory_id: str) -> builtins.list[dict[str, Any]]:
+        call = partial(self.store.history, memory_customer_id(customer_id), memory_id)
+        return await self.pool.run(call, timeout_s=STAFF_CHANGE_TIMEOUT_S)
+
+    async def add_locked(self, conclusion: Conclusion, *, editor: str, expiration_date: date | None) -> MemoryItem:
+        call = partial(self.store.add_locked, conclusion, editor=editor, expiration_date=expiration_date)
+        return await self.pool.run(call, timeout_s=STAFF_CHANGE_TIMEOUT_S)
+
+    async def edit(
+        self,
+        customer_id: int,
+        memory_id: str,
+        text: str,
+        *,
+        editor: str,
+        due_date: date | None,
+        expiration_date: date | None,
+    ) -> MemoryItem:
+        store_id = memory_customer_id(customer_id)
+        call = partial(
+            self.store.edit,
+            store_id,
+            memory_id,
+            text,
+            editor=editor,
+            due_date=due_date,
+            expiration_date=expiration_date,
+        )
+        return await self.pool.run(call, timeout_s=STAFF_CHANGE_TIMEOUT_S)
+
+    async def lock(self, customer_id: int, memory_id: str, *, editor: str) -> MemoryItem:
+        call = partial(self.store.lock, memory_customer_id(customer_id), memory_id, editor=editor)
+        return await self.pool.run(call, timeout_s=STAFF_CHANGE_TIMEOUT_S)
+
+    async def delete(self, customer_id: int, memory_id: str) -> None:
+        call = partial(self.store.delete, memory_customer_id(customer_id), memory_id)
+        await self.pool.run(call, timeout_s=STAFF_CHANGE_TIMEOUT_S)
+
+    # -- the outbox ----------------------------------------------------------------------------------------------
     # The conclusions outbox as ``/metrics`` reads it (``app.infra.metrics.OutboxView``).
     def counts(self) -> dict[str, int]:
         return self.repository.counts()

@@ -20,7 +20,6 @@ inbox knows to refresh; it resumes and resyncs like a conversation channel.
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import secrets
 from collections import OrderedDict, deque
@@ -49,11 +48,6 @@ class Event:
     @property
     def id(self) -> str:
         return f"{self.boot}:{self.sequence}"
-
-    def to_sse(self, data: dict[str, Any] | None = None) -> str:
-        """The event as a server-sent-events frame; ``data`` replaces the event's own data (a client's view)."""
-        payload = json.dumps(self.data if data is None else data, default=str)
-        return f"id: {self.id}\nevent: {self.type}\ndata: {payload}\n\n"
 
 
 @dataclass
@@ -171,6 +165,9 @@ class SubscriptionClosed(Exception):
 
 
 class Subscription:
+    """The events after a position, then live ones: ``async for`` them until the broker ends the subscription, or
+    ask for each with a timeout (``next``). Close it when done."""
+
     def __init__(self, channel: _Channel, queue: asyncio.Queue[Event | None], backlog: list[Event]) -> None:
         self._channel = channel
         self._queue = queue
@@ -178,24 +175,32 @@ class Subscription:
         self._sent = backlog[-1].sequence if backlog else 0
 
     async def next(self, timeout: float) -> Event | None:
-        """The next event, or None when ``timeout`` passed without one (time for a keep-alive)."""
+        """The next event, or None when ``timeout`` passed without one."""
+        try:
+            async with asyncio.timeout(timeout):
+                return await self._next()
+        except TimeoutError:
+            return None
+
+    async def _next(self) -> Event:
         if self._backlog:
             return self._backlog.popleft()
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
         while True:
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                return None
-            try:
-                event = await asyncio.wait_for(self._queue.get(), remaining)
-            except TimeoutError:
-                return None
+            event = await self._queue.get()
             if event is None:
                 raise SubscriptionClosed("The event stream ended; reconnect with Last-Event-ID.")
             if event.sequence > self._sent:  # otherwise it was already replayed from the history
                 self._sent = event.sequence
                 return event
+
+    def __aiter__(self) -> Subscription:
+        return self
+
+    async def __anext__(self) -> Event:
+        try:
+            return await self._next()
+        except SubscriptionClosed:
+            raise StopAsyncIteration from None
 
     def close(self) -> None:
         self._channel.subscribers.discard(self._queue)

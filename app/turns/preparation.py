@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,6 +61,10 @@ MY_ORDER = re.compile(
     r"|\bmeine[rnms]?\s+(?:letzte[n]?\s+)?(?:bestellung|paket|lieferung|sendung)\b|我的订单|我的包裹",
     re.IGNORECASE,
 )
+
+# What the widget's "Talk to a person" button calls: ``(session, conversation, customer, text)``, True once the
+# conversation waits for a person (``TurnPreparation.hand_off_on_button``).
+ButtonHandoff = Callable[[Session, Conversation, Customer, str], bool]
 
 HANDOFF_REPLIES: dict[Language, str] = {
     "en": "I've passed this conversation to our support team, and a person will reply here. Our team is available "
@@ -171,6 +175,13 @@ class TurnPreparation:
         self.broker.publish(conversation.id, "conversation.status", {"status": conversation.status.value})
         self.metrics.requested_handoffs.labels(trigger=trigger).inc()
         return True
+
+    def hand_off_on_button(self, session: Session, conversation: Conversation, customer: Customer, text: str) -> bool:
+        """The customer pressed "Talk to a person" with ``text``; the reply is in the language the text asks in."""
+        quote = text[:HANDOFF_NOTE_QUOTE_CHARS]
+        summary = f"The customer pressed \u201cTalk to a person\u201d, writing: \u201c{quote}\u201d"
+        language = asks_for_person(text) or "en"
+        return self.hand_off(session, conversation, customer, summary=summary, trigger="button", language=language)
 
     # -- prefetch ------------------------------------------------------------------------------------------------
     async def prefetch(

@@ -19,19 +19,12 @@ from sqlmodel import Session
 from app.identity import secure_equals
 from app.privacy import CustomerNotFoundError, Erasure, erase_customer, export_customer, find_customer
 from app.ratelimit import customer_rate_key
-from app.services import Services
-from app.web.deps import ServicesDep
+from app.web.deps import BrokerDep, DbDep, LimiterDep, MemoryStoreDep, SettingsDep, TurnsDep
 from app.web.errors import error_responses
 from app.web.input import StrictJSONRoute
 from memory.store import MemoryStoreBusyError
 
 admin_bearer = HTTPBearer(scheme_name="AdminToken", description="The value of MEMDESK_ADMIN_TOKEN", auto_error=False)
-router = APIRouter(
-    prefix="/api/admin",
-    tags=["admin"],
-    route_class=StrictJSONRoute,
-    responses=error_responses(401, 403, 404, 503),
-)
 MEMORY_BUSY_RETRY_AFTER_S = 5
 CustomerRef = Annotated[
     str, Path(min_length=1, max_length=128, description="The customer's public id, or the shop's customer id")
@@ -39,10 +32,9 @@ CustomerRef = Annotated[
 
 
 def require_admin(
-    services: ServicesDep,
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(admin_bearer)],
-) -> Services:
-    token = services.settings.admin_token
+    settings: SettingsDep, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(admin_bearer)]
+) -> None:
+    token = settings.admin_token
     if token is None:
         raise HTTPException(status.HTTP_403_FORBIDDEN, detail="The admin API is disabled; set MEMDESK_ADMIN_TOKEN.")
     given = credentials.credentials if credentials is not None else ""
@@ -52,10 +44,15 @@ def require_admin(
             detail="A valid admin bearer token is required.",
             headers={"WWW-Authenticate": "Bearer"},
         )
-    return services
 
 
-AdminDep = Annotated[Services, Depends(require_admin)]
+router = APIRouter(
+    prefix="/api/admin",
+    tags=["admin"],
+    route_class=StrictJSONRoute,
+    responses=error_responses(401, 403, 404, 503),
+    dependencies=[Depends(require_admin)],
+)
 
 
 class CustomerExport(BaseModel):
@@ -88,15 +85,11 @@ def _memory_busy(error: MemoryStoreBusyError) -> HTTPException:
     )
 
 
-def _memory(services: Services) -> Any:
-    return services.memory.store if services.memory is not None else None
-
-
 @router.get("/customers/{customer_id}/export", response_model=CustomerExport)
-async def export(customer_id: CustomerRef, services: AdminDep) -> dict[str, Any]:
+async def export(customer_id: CustomerRef, db: DbDep, store: MemoryStoreDep) -> dict[str, Any]:
     def run() -> dict[str, Any]:
-        with Session(services.db) as session:
-            return export_customer(session, _memory(services), find_customer(session, customer_id))
+        with Session(db) as session:
+            return export_customer(session, store, find_customer(session, customer_id))
 
     try:
         return await anyio.to_thread.run_sync(run)
@@ -107,12 +100,19 @@ async def export(customer_id: CustomerRef, services: AdminDep) -> dict[str, Any]
 
 
 @router.delete("/customers/{customer_id}", response_model=CustomerErased)
-async def erase(customer_id: CustomerRef, services: AdminDep) -> CustomerErased:
+async def erase(
+    customer_id: CustomerRef,
+    db: DbDep,
+    store: MemoryStoreDep,
+    broker: BrokerDep,
+    turns: TurnsDep,
+    limiter: LimiterDep,
+) -> CustomerErased:
     def run() -> tuple[str, Erasure]:
-        with Session(services.db) as session:
+        with Session(db) as session:
             customer = find_customer(session, customer_id)
             public_id = customer.public_id
-            return public_id, erase_customer(session, _memory(services), customer, actor="admin-api")
+            return public_id, erase_customer(session, store, customer, actor="admin-api")
 
     try:
         public_id, erasure = await anyio.to_thread.run_sync(run)
@@ -120,7 +120,7 @@ async def erase(customer_id: CustomerRef, services: AdminDep) -> CustomerErased:
         raise HTTPException(status.HTTP_404_NOT_FOUND, detail=str(error)) from error
     except MemoryStoreBusyError as error:
         raise _memory_busy(error) from error
-    services.broker.forget(erasure.conversation_ids)
-    services.turns.forget_conversations(erasure.conversation_ids)
-    services.message_limiter.forget(customer_rate_key(public_id))
+    broker.forget(erasure.conversation_ids)
+    turns.forget_conversations(erasure.conversation_ids)
+    limiter.forget(customer_rate_key(public_id))
     return CustomerErased(erased=erasure.counts)

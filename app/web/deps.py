@@ -1,17 +1,23 @@
 """FastAPI dependencies as ``Annotated`` aliases; handlers take only these plus path and body parameters.
 
+Handlers take the long-lived objects they use (``DbDep``, ``BrokerDep``, ``TurnsDep``, ``MemoryDep``, ...), never
+the whole container: each alias picks its object from the app's ``Services``, which ``get_services`` (the one
+reader of ``app.state``) hands to the dependencies here and to nothing else.
+
 Console routes take one of the staff aliases at the end: ``StaffDep`` (signed in), ``ConsoleStaffDep`` (signed in,
 and the CSRF token checked on state-changing requests), or a role-checked one such as ``MemoryEditorDep``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
 import anyio
 from fastapi import Depends, HTTPException, Query, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy import Engine
 from sqlmodel import Session
 
 from app.console.audit import record_audit_event
@@ -25,10 +31,22 @@ from app.console.auth import (
     tokens_match,
 )
 from app.console.permissions import Permission, Staff
+from app.customer_memory.service import MemoryService
 from app.db import get_session
-from app.identity import IdentityError, Visitor
+from app.identity import IdentityError, Visitor, VisitorTokens
+from app.infra.metrics import Metrics
+from app.live.broker import EventBroker
+from app.llm import LLMGateway
+from app.ratelimit import VisitorRateLimiter
 from app.services import Services
+from app.settings import Settings
+from app.sync import SyncSchedule
+from app.sync.timetable import SyncTimetable
+from app.tools import ToolRegistry
+from app.turns.preparation import ButtonHandoff
+from app.turns.scheduler import TurnScheduler
 from app.web.console.common import ConsoleError
+from memory.store import CustomerMemory
 
 SessionDep = Annotated[Session, Depends(get_session)]
 
@@ -41,6 +59,74 @@ def get_services(request: Request) -> Services:
 ServicesDep = Annotated[Services, Depends(get_services)]
 
 
+def get_app_settings(services: ServicesDep) -> Settings:
+    return services.settings
+
+
+def get_db(services: ServicesDep) -> Engine:
+    return services.db
+
+
+def get_broker(services: ServicesDep) -> EventBroker:
+    return services.broker
+
+
+def get_turns(services: ServicesDep) -> TurnScheduler:
+    return services.turns
+
+
+def get_handoff(services: ServicesDep) -> ButtonHandoff:
+    return services.agent.preparation.hand_off_on_button
+
+
+def get_memory(services: ServicesDep) -> MemoryService | None:
+    return services.memory
+
+
+def get_memory_store(services: ServicesDep) -> CustomerMemory | None:
+    """The memory store itself, for the privacy functions, which run it in a thread of their own."""
+    return services.memory.store if services.memory is not None else None
+
+
+def get_metrics(services: ServicesDep) -> Metrics:
+    return services.metrics
+
+
+def get_tools(services: ServicesDep) -> ToolRegistry:
+    return services.tools
+
+
+def get_gateway(services: ServicesDep) -> LLMGateway:
+    return services.gateway
+
+
+def get_message_limiter(services: ServicesDep) -> VisitorRateLimiter:
+    return services.message_limiter
+
+
+def get_visitor_tokens(services: ServicesDep) -> VisitorTokens:
+    return services.visitor_tokens
+
+
+def get_sync(services: ServicesDep) -> SyncSchedule | SyncTimetable | None:
+    return services.sync
+
+
+SettingsDep = Annotated[Settings, Depends(get_app_settings)]
+DbDep = Annotated[Engine, Depends(get_db)]
+BrokerDep = Annotated[EventBroker, Depends(get_broker)]
+TurnsDep = Annotated[TurnScheduler, Depends(get_turns)]
+HandoffDep = Annotated[ButtonHandoff, Depends(get_handoff)]
+MemoryDep = Annotated[MemoryService | None, Depends(get_memory)]
+MemoryStoreDep = Annotated[CustomerMemory | None, Depends(get_memory_store)]
+MetricsDep = Annotated[Metrics, Depends(get_metrics)]
+ToolsDep = Annotated[ToolRegistry, Depends(get_tools)]
+GatewayDep = Annotated[LLMGateway, Depends(get_gateway)]
+LimiterDep = Annotated[VisitorRateLimiter, Depends(get_message_limiter)]
+VisitorTokensDep = Annotated[VisitorTokens, Depends(get_visitor_tokens)]
+SyncDep = Annotated[SyncSchedule | SyncTimetable | None, Depends(get_sync)]
+
+
 visitor_bearer = HTTPBearer(
     scheme_name="VisitorToken",
     description="The token from POST /api/widget/sessions",
@@ -49,9 +135,9 @@ visitor_bearer = HTTPBearer(
 MAX_TOKEN_CHARS = 512
 
 
-def _verified(services: Services, token: str | None) -> Visitor:
+def _verified(tokens: VisitorTokens, token: str | None) -> Visitor:
     try:
-        return services.visitor_tokens.verify(token)
+        return tokens.verify(token)
     except IdentityError as error:
         raise HTTPException(
             status_code=status.HTTP_401_UNAUTHORIZED, detail=str(error), headers={"WWW-Authenticate": "Bearer"}
@@ -59,13 +145,13 @@ def _verified(services: Services, token: str | None) -> Visitor:
 
 
 def current_visitor(
-    services: ServicesDep, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(visitor_bearer)]
+    tokens: VisitorTokensDep, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(visitor_bearer)]
 ) -> Visitor:
-    return _verified(services, credentials.credentials if credentials is not None else None)
+    return _verified(tokens, credentials.credentials if credentials is not None else None)
 
 
 def current_stream_visitor(
-    services: ServicesDep,
+    tokens: VisitorTokensDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(visitor_bearer)],
     token: Annotated[
         str | None,
@@ -73,7 +159,7 @@ def current_stream_visitor(
     ] = None,
 ) -> Visitor:
     """Like ``current_visitor``, also from ``?token=``: only the event stream accepts a token in its URL."""
-    return _verified(services, credentials.credentials if credentials is not None else token)
+    return _verified(tokens, credentials.credentials if credentials is not None else token)
 
 
 VisitorDep = Annotated[Visitor, Depends(current_visitor)]
@@ -86,8 +172,8 @@ FORM_CONTENT_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data"
 LOGIN_PATH = "/console/login"
 
 
-def console_signer(services: ServicesDep) -> CookieSigner:
-    return CookieSigner(services.settings.secret_key.get_secret_value())
+def console_signer(settings: SettingsDep) -> CookieSigner:
+    return CookieSigner(settings.secret_key.get_secret_value())
 
 
 def _sign_in_again(request: Request) -> ConsoleError:
@@ -103,25 +189,45 @@ def _sign_in_again(request: Request) -> ConsoleError:
     return ConsoleError(status.HTTP_303_SEE_OTHER, "Sign in to continue.", {"Location": target})
 
 
-def current_staff(request: Request, services: ServicesDep) -> Staff:
+def current_staff(request: Request, db: DbDep, settings: SettingsDep) -> Staff:
     """The signed-in staff member; otherwise back to the sign-in page. Requests a page makes by itself to stay
     live (``X-Console-Background``) do not extend the session."""
-    token = console_signer(services).session_token(request.cookies.get(SESSION_COOKIE))
+    token = console_signer(settings).session_token(request.cookies.get(SESSION_COOKIE))
     staff = None
     if token is not None:
         background = request.headers.get(BACKGROUND_HEADER) == "1"
-        with Session(services.db, expire_on_commit=False) as session:
-            staff = load_session(session, token, services.settings, activity=not background)
+        with Session(db, expire_on_commit=False) as session:
+            staff = load_session(session, token, settings, activity=not background)
     if staff is None:
         raise _sign_in_again(request)
     return staff
 
 
 StaffDep = Annotated[Staff, Depends(current_staff)]
+SignedInCheck = Callable[[], Awaitable[bool]]
 
 
-def audit_refusal(services: Services, staff: Staff, action: str, request: Request, **detail: object) -> None:
-    with Session(services.db) as session:
+def signed_in_check(request: Request, db: DbDep, settings: SettingsDep) -> SignedInCheck:
+    """A coroutine function telling whether this request's session is still valid (for long-lived streams)."""
+    token = console_signer(settings).session_token(request.cookies.get(SESSION_COOKIE))
+
+    def check() -> bool:
+        if token is None:
+            return False
+        with Session(db) as session:
+            return load_session(session, token, settings, activity=False) is not None
+
+    async def still() -> bool:
+        return await anyio.to_thread.run_sync(check)
+
+    return still
+
+
+SignedInCheckDep = Annotated[SignedInCheck, Depends(signed_in_check)]
+
+
+def audit_refusal(db: Engine, staff: Staff, action: str, request: Request, **detail: object) -> None:
+    with Session(db) as session:
         record_audit_event(
             session,
             actor=staff.actor,
@@ -133,7 +239,7 @@ def audit_refusal(services: Services, staff: Staff, action: str, request: Reques
         session.commit()
 
 
-async def checked_staff(request: Request, staff: StaffDep, services: ServicesDep) -> Staff:
+async def checked_staff(request: Request, staff: StaffDep, db: DbDep) -> Staff:
     """The staff member, after checking the CSRF token of a state-changing request (403 without a valid one)."""
     if request.method in UNSAFE_METHODS:
         given = request.headers.get(CSRF_HEADER)
@@ -141,7 +247,7 @@ async def checked_staff(request: Request, staff: StaffDep, services: ServicesDep
             value = (await request.form()).get(CSRF_FORM_FIELD)
             given = value if isinstance(value, str) else None
         if not tokens_match(staff.csrf_token, given):
-            await anyio.to_thread.run_sync(lambda: audit_refusal(services, staff, "console.csrf_rejected", request))
+            await anyio.to_thread.run_sync(lambda: audit_refusal(db, staff, "console.csrf_rejected", request))
             raise ConsoleError(
                 status.HTTP_403_FORBIDDEN,
                 "This form has expired or did not come from the console; reload the page and try again.",
@@ -155,12 +261,10 @@ ConsoleStaffDep = Annotated[Staff, Depends(checked_staff)]
 def requires(permission: Permission) -> Any:
     """A dependency: the checked staff member, if their role allows ``permission``; else 403, audited."""
 
-    async def allowed(request: Request, staff: ConsoleStaffDep, services: ServicesDep) -> Staff:
+    async def allowed(request: Request, staff: ConsoleStaffDep, db: DbDep) -> Staff:
         if not staff.can(permission):
             detail = {"permission": permission.value, "role": staff.role.value}
-            await anyio.to_thread.run_sync(
-                lambda: audit_refusal(services, staff, "console.forbidden", request, **detail)
-            )
+            await anyio.to_thread.run_sync(lambda: audit_refusal(db, staff, "console.forbidden", request, **detail))
             raise ConsoleError(
                 status.HTTP_403_FORBIDDEN,
                 f"Your role ({staff.role.value}) does not allow this; ask a supervisor or an administrator.",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from fastapi.openapi.constants import REF_PREFIX
 from pydantic import BaseModel
 
 
@@ -16,3 +17,10 @@ class ErrorBody(BaseModel):
 def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
     """The ``responses`` entry documenting these status codes with ``ErrorBody``."""
     return {code: {"model": ErrorBody} for code in codes}
+
+
+def stream_error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """``error_responses`` for a route that answers success with an event stream: FastAPI files a ``model`` under
+    the route's own media type, but these errors are JSON, so they name their schema in ``application/json``."""
+    schema = {"$ref": f"{REF_PREFIX}{ErrorBody.__name__}"}
+    return {code: {"content": {"application/json": {"schema": schema}}} for code in codes}

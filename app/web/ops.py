@@ -23,12 +23,12 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Redirect
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field
-from sqlalchemy import text
+from sqlalchemy import Engine, text
 
 from app.identity import secure_equals
 from app.infra.metrics import CONTENT_TYPE
-from app.services import Services
-from app.web.deps import ServicesDep
+from app.llm import LLMGateway
+from app.web.deps import DbDep, GatewayDep, MemoryDep, MetricsDep, SettingsDep, SyncDep
 from app.web.errors import error_responses
 
 LLM_CHECK_TTL_S = 30.0
@@ -65,10 +65,8 @@ class Readiness(BaseModel):
 
 
 @router.get("/healthz", response_model=Liveness)
-def healthz(request: Request) -> Liveness:
+def healthz(schedule: SyncDep) -> Liveness:
     """Liveness: the process answers (no I/O), and what it knows of the conclusion sync."""
-    services: Services | None = getattr(request.app.state, "services", None)
-    schedule = services.sync if services is not None else None
     if schedule is None:
         return Liveness(status="ok")
     last = schedule.last_run.model_dump(mode="json") if schedule.last_run is not None else None
@@ -82,16 +80,16 @@ class _LLMCheck:
         self.checked_at = -LLM_CHECK_TTL_S
         self.reachable = False
 
-    async def __call__(self, services: Services) -> bool:
+    async def __call__(self, gateway: LLMGateway) -> bool:
         if time.monotonic() - self.checked_at >= LLM_CHECK_TTL_S:
-            self.reachable = await services.gateway.reachable()
+            self.reachable = await gateway.reachable()
             self.checked_at = time.monotonic()
         return self.reachable
 
 
-def _database_ok(services: Services) -> bool:
+def _database_ok(db: Engine) -> bool:
     try:
-        with services.db.connect() as connection:
+        with db.connect() as connection:
             connection.execute(text("SELECT 1"))
     except Exception:
         return False
@@ -99,27 +97,26 @@ def _database_ok(services: Services) -> bool:
 
 
 @router.get("/readyz", response_model=Readiness, responses={503: {"model": Readiness}})
-async def readyz(request: Request, services: ServicesDep) -> JSONResponse:
+async def readyz(request: Request, db: DbDep, gateway: GatewayDep, memory: MemoryDep) -> JSONResponse:
     """Readiness: the database answers, the LLM endpoint is reachable, the memory store takes calls."""
     check: _LLMCheck = request.app.state.llm_check
     checks = {
-        "database": "ok" if await anyio.to_thread.run_sync(_database_ok, services) else "unreachable",
-        "llm": "ok" if await check(services) else f"unreachable at {services.gateway.chat_endpoint}",
+        "database": "ok" if await anyio.to_thread.run_sync(_database_ok, db) else "unreachable",
+        "llm": "ok" if await check(gateway) else f"unreachable at {gateway.chat_endpoint}",
     }
-    if services.memory is not None:
-        pool = services.memory.pool
-        checks["memory"] = "ok" if pool.stuck < pool.workers else "busy: every memory worker is stuck"
+    if memory is not None:
+        checks["memory"] = "busy: every memory worker is stuck" if memory.busy else "ok"
     ready = all(value == "ok" for value in checks.values())
     body = Readiness(status="ready" if ready else "unavailable", checks=checks)
     return JSONResponse(body.model_dump(), status_code=200 if ready else status.HTTP_503_SERVICE_UNAVAILABLE)
 
 
 def require_metrics_token(
-    services: ServicesDep, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(metrics_bearer)]
-) -> Services:
-    token = services.settings.metrics_token
+    settings: SettingsDep, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(metrics_bearer)]
+) -> None:
+    token = settings.metrics_token
     if token is None:
-        return services
+        return
     given = credentials.credentials if credentials is not None else ""
     if not given or not secure_equals(given, token.get_secret_value()):
         raise HTTPException(
@@ -127,22 +124,22 @@ def require_metrics_token(
             detail="A valid metrics bearer token is required (MEMDESK_METRICS_TOKEN).",
             headers={"WWW-Authenticate": "Bearer"},
         )
-    return services
 
 
 @router.get(
     "/metrics",
     response_class=Response,
     responses={200: {"content": {CONTENT_TYPE: {"schema": {"type": "string"}}}}, **error_responses(401)},
+    dependencies=[Depends(require_metrics_token)],
 )
-def metrics(services: Annotated[Services, Depends(require_metrics_token)]) -> Response:
+def metrics(app_metrics: MetricsDep) -> Response:
     """Prometheus metrics."""
-    return Response(services.metrics.render(), media_type=CONTENT_TYPE)
+    return Response(app_metrics.render(), media_type=CONTENT_TYPE)
 
 
 @router.get("/", include_in_schema=False)
-def front_door(services: ServicesDep) -> Response:
-    if services.settings.environment == "development" and services.settings.demo_shop:
+def front_door(settings: SettingsDep) -> Response:
+    if settings.environment == "development" and settings.demo_shop:
         return RedirectResponse("/demo")
     return HTMLResponse(STATUS_PAGE)
 

@@ -13,20 +13,19 @@ transaction before it returns, reads included.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, HTTPException, Path, Query, Request, status
-from fastapi.responses import StreamingResponse
-from prometheus_client import Gauge
+from fastapi import APIRouter, Depends, HTTPException, Path, Query, status
+from fastapi.sse import EventSourceResponse, ServerSentEvent
 from pydantic import AfterValidator, BaseModel, Field, StrictBool
 from sqlalchemy import update
 from sqlmodel import Session, col, select
 
 from app.identity import IdentityError, Visitor, verify_shop_identity
-from app.live.broker import Event, SubscriptionClosed
+from app.infra.metrics import Metrics
+from app.live.broker import Event, Subscription
 from app.models import (
     Agent,
     Conversation,
@@ -36,13 +35,24 @@ from app.models import (
     Message,
     MessagePublic,
 )
-from app.ratelimit import customer_rate_key
-from app.services import Services
+from app.ratelimit import VisitorRateLimiter, customer_rate_key
 from app.turns.context import start_first_segment
-from app.turns.handoff_request import asks_for_person
-from app.turns.preparation import HANDOFF_NOTE_QUOTE_CHARS
-from app.web.deps import ServicesDep, SessionDep, StreamVisitorDep, VisitorDep
-from app.web.errors import error_responses
+from app.turns.preparation import ButtonHandoff
+from app.web.deps import (
+    BrokerDep,
+    DbDep,
+    HandoffDep,
+    LimiterDep,
+    MetricsDep,
+    SessionDep,
+    SettingsDep,
+    StreamVisitorDep,
+    TurnsDep,
+    VisitorDep,
+    VisitorTokensDep,
+)
+from app.web.errors import error_responses, stream_error_responses
+from app.web.event_streams import LastEventIdHeader, SinceQuery, reconnect_delay
 from app.web.input import SOME_VISIBLE_TEXT, DatabaseInt, FreeText, IdentifierText, StrictJSONRoute
 
 router = APIRouter(
@@ -52,7 +62,6 @@ router = APIRouter(
     responses=error_responses(status.HTTP_401_UNAUTHORIZED),
 )
 
-HEARTBEAT_S = 15.0
 CUSTOMER_EVENT_TYPES = frozenset({"message.created", "message.delta", "typing", "conversation.status", "resync"})
 MAX_NAME_CHARS = 200
 MAX_PUBLIC_ID_CHARS = 64
@@ -131,11 +140,13 @@ def _own_conversation(session: Session, visitor: Visitor, conversation_ref: str)
     status_code=status.HTTP_201_CREATED,
     openapi_extra={"security": []},
 )
-def start_session(body: SessionStart, session: SessionDep, services: ServicesDep) -> SessionStarted:
+def start_session(
+    body: SessionStart, session: SessionDep, settings: SettingsDep, tokens: VisitorTokensDep
+) -> SessionStarted:
     """A visitor token: anonymous, or linked to a shop customer whose id the shop vouched for with an HMAC."""
     customer: Customer | None = None
     if body.external_id is not None:
-        secret = services.settings.widget_identity_secret
+        secret = settings.widget_identity_secret
         try:
             verify_shop_identity(secret.get_secret_value() if secret else None, body.external_id, body.identity_hmac)
         except IdentityError as error:
@@ -145,7 +156,7 @@ def start_session(body: SessionStart, session: SessionDep, services: ServicesDep
         customer = Customer(external_id=body.external_id, name=body.name, email=body.email)
         session.add(customer)
     session.commit()  # also ends the read transaction of a returning customer
-    token = services.visitor_tokens.issue(customer.public_id)
+    token = tokens.issue(customer.public_id)
     return SessionStarted(token=token, customer_id=customer.public_id, verified=customer.external_id is not None)
 
 
@@ -210,41 +221,51 @@ def list_messages(
     ),
 )
 async def post_message(
-    conversation_id: ConversationRef, body: MessageIn, visitor: VisitorDep, services: ServicesDep
+    conversation_id: ConversationRef,
+    body: MessageIn,
+    visitor: VisitorDep,
+    db: DbDep,
+    settings: SettingsDep,
+    limiter: LimiterDep,
+    metrics: MetricsDep,
+    turns: TurnsDep,
+    handoff: HandoffDep,
 ) -> MessagePublic:
     """Store the customer's message (committed before the reply starts) and answer it in the background.
 
     Async on purpose: the agent and the live-event broker live on the event loop. It opens its own short session
     instead of ``SessionDep``, whose setup and teardown would cost two thread hops on the busiest route.
     """
-    with Session(services.db, expire_on_commit=False) as session:
-        return _post_message(session, services, visitor, conversation_id, body)
+    _check_length(body.content, settings.max_message_chars)
+    with Session(db, expire_on_commit=False) as session:
+        conversation = _touch_open_conversation(session, visitor, conversation_id)
+        _check_rate(session, limiter, metrics, visitor)
+        message = turns.accept_customer_message(session, conversation, body.content)
+        if body.handoff:
+            _hand_off_on_button(session, handoff, conversation, body.content)
+        return MessagePublic.of(message, conversation_public_id=conversation.public_id)
 
 
-def _post_message(
-    session: Session, services: Services, visitor: Visitor, conversation_ref: str, body: MessageIn
-) -> MessagePublic:
-    text = body.content
-    limit = services.settings.max_message_chars
+def _check_length(text: str, limit: int) -> None:
     if len(text) > limit:
         raise HTTPException(
             status.HTTP_413_CONTENT_TOO_LARGE,
             detail=f"Messages can be at most {limit} characters; this one has {len(text)}. Split it up.",
         )
-    conversation = _touch_open_conversation(session, visitor, conversation_ref)
-    wait = services.message_limiter.retry_after(customer_rate_key(visitor.customer_public_id))
-    if wait is not None:
-        services.metrics.rate_limited.inc()
-        session.rollback()
-        raise HTTPException(
-            status.HTTP_429_TOO_MANY_REQUESTS,
-            detail=f"You are sending messages too quickly; try again in {int(wait) + 1} seconds.",
-            headers={"Retry-After": str(int(wait) + 1)},
-        )
-    message = services.turns.accept_customer_message(session, conversation, text)
-    if body.handoff:
-        _hand_off_on_button(session, services, conversation, text)
-    return MessagePublic.of(message, conversation_public_id=conversation.public_id)
+
+
+def _check_rate(session: Session, limiter: VisitorRateLimiter, metrics: Metrics, visitor: Visitor) -> None:
+    """Counts the message against the visitor's limit; past it, 429 (and the conversation's touch rolled back)."""
+    wait = limiter.retry_after(customer_rate_key(visitor.customer_public_id))
+    if wait is None:
+        return
+    metrics.rate_limited.inc()
+    session.rollback()
+    raise HTTPException(
+        status.HTTP_429_TOO_MANY_REQUESTS,
+        detail=f"You are sending messages too quickly; try again in {int(wait) + 1} seconds.",
+        headers={"Retry-After": str(int(wait) + 1)},
+    )
 
 
 def _touch_open_conversation(session: Session, visitor: Visitor, conversation_ref: str) -> Conversation:
@@ -272,34 +293,20 @@ def _touch_open_conversation(session: Session, visitor: Visitor, conversation_re
     raise HTTPException(status.HTTP_409_CONFLICT, detail="This conversation is closed; start a new one.")
 
 
-def _hand_off_on_button(session: Session, services: Services, conversation: Conversation, text: str) -> None:
+def _hand_off_on_button(session: Session, handoff: ButtonHandoff, conversation: Conversation, text: str) -> None:
     """Before the scheduled turn starts (no await since the message was accepted): the turn then finds the
     conversation waiting for a person and stays silent."""
     customer = session.get(Customer, conversation.customer_id)
     session.commit()
-    if customer is None:
-        return
-    summary = f"The customer pressed “Talk to a person”, writing: “{text[:HANDOFF_NOTE_QUOTE_CHARS]}”"
-    services.agent.preparation.hand_off(
-        session, conversation, customer, summary=summary, trigger="button", language=asks_for_person(text) or "en"
-    )
+    if customer is not None:
+        handoff(session, conversation, customer, text)
 
 
-@contextmanager
-def _counted_down(gauge: Gauge) -> Iterator[None]:
-    try:
-        yield
-    finally:
-        gauge.dec()
-
-
-def _customer_event(event: Event) -> str | None:
-    """The event as the customer's stream sends it, or None when it is not for customers."""
+def _for_customer(event: Event) -> bool:
+    """Whether the customer's stream sends this event: one of their types, and no message hidden from them."""
     if event.type not in CUSTOMER_EVENT_TYPES:
-        return None
-    if event.type == "message.created" and not MessagePublic.model_validate(event.data).customer_visible:
-        return None
-    return event.to_sse()
+        return False
+    return event.type != "message.created" or MessagePublic.model_validate(event.data).customer_visible
 
 
 EVENT_STREAM_DOC: dict[int | str, dict[str, Any]] = {
@@ -311,56 +318,48 @@ EVENT_STREAM_DOC: dict[int | str, dict[str, Any]] = {
         ),
         "content": {
             "text/event-stream": {
-                "schema": {
-                    "type": "object",
+                "itemSchema": {
                     "required": ["id", "event", "data"],
                     "properties": {
-                        "id": {"type": "string"},
-                        "event": {"type": "string", "enum": sorted(CUSTOMER_EVENT_TYPES)},
-                        "data": {"type": "string", "contentMediaType": "application/json"},
+                        "event": {"enum": sorted(CUSTOMER_EVENT_TYPES)},
+                        "data": {"contentMediaType": "application/json"},
                     },
                 }
             }
         },
     },
-    **error_responses(status.HTTP_404_NOT_FOUND),
+    **stream_error_responses(status.HTTP_401_UNAUTHORIZED, status.HTTP_404_NOT_FOUND),
 }
+
+
+async def visitor_subscription(
+    conversation_id: ConversationRef,
+    visitor: StreamVisitorDep,
+    db: DbDep,
+    broker: BrokerDep,
+    metrics: MetricsDep,
+    last_event_id: LastEventIdHeader = None,
+    since: SinceQuery = None,
+) -> AsyncIterator[Subscription]:
+    """The subscription to the visitor's own conversation (404 for any other), counted as an open stream."""
+    with Session(db) as session:
+        key = _own_conversation(session, visitor, conversation_id).id
+    assert key is not None
+    with broker.subscribe(key, last_event_id or since) as subscription, metrics.sse_connections.track_inprogress():
+        yield subscription
+
+
+VisitorSubscriptionDep = Annotated[Subscription, Depends(visitor_subscription)]
 
 
 @router.get(
     "/conversations/{conversation_id}/events",
-    response_class=StreamingResponse,
+    response_class=EventSourceResponse,
     responses=EVENT_STREAM_DOC,
 )
-async def conversation_events(
-    conversation_id: ConversationRef,
-    request: Request,
-    visitor: StreamVisitorDep,
-    services: ServicesDep,
-    last_event_id: Annotated[str | None, Header(max_length=64)] = None,
-    since: Annotated[str | None, Query(max_length=64, description="Last-Event-ID, for clients without headers")] = None,
-) -> StreamingResponse:
+async def conversation_events(subscription: VisitorSubscriptionDep) -> AsyncIterator[ServerSentEvent]:
     """Server-sent events; reconnect with ``Last-Event-ID`` (or ``?since=``) to receive what was missed."""
-    with Session(services.db) as session:
-        key = _own_conversation(session, visitor, conversation_id).id
-    assert key is not None
-    subscription = services.broker.subscribe(key, last_event_id or since)
-
-    async def stream() -> AsyncIterator[str]:
-        services.metrics.sse_connections.inc()
-        with subscription, _counted_down(services.metrics.sse_connections):
-            yield "retry: 2000\n\n"
-            while not await request.is_disconnected():
-                try:
-                    event = await subscription.next(HEARTBEAT_S)
-                except SubscriptionClosed:
-                    return
-                if event is None:
-                    yield ": keep-alive\n\n"
-                    continue
-                frame = _customer_event(event)
-                if frame is not None:
-                    yield frame
-
-    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-    return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
+    yield reconnect_delay()
+    async for event in subscription:
+        if _for_customer(event):
+            yield ServerSentEvent(id=event.id, event=event.type, data=event.data)

@@ -27,7 +27,7 @@ from sqlmodel import col, select
 from app.identity import shop_identity_hmac
 from app.infra.templates import packaged_templates
 from app.models import Customer
-from app.web.deps import ServicesDep, SessionDep
+from app.web.deps import SessionDep, SettingsDep
 
 router = APIRouter(tags=["widget"])
 
@@ -89,16 +89,16 @@ def _demo_customers(session: SessionDep, wanted: list[str]) -> dict[str, DemoSho
 def demo_page(
     request: Request,
     session: SessionDep,
-    services: ServicesDep,
+    settings: SettingsDep,
     customer: Annotated[str | None, Query(pattern=DEMO_CUSTOMER_PATTERN, description="A demo customer's id")] = None,
     lang: DemoLocale = "en",
 ) -> HTMLResponse:
     """A fake shop embedding the widget; outside production optionally with a signed-in (verified) demo customer."""
-    if not services.settings.demo_shop:
+    if not settings.demo_shop:
         raise HTTPException(status.HTTP_404_NOT_FOUND, detail="This desk runs without the demo shop.")
     from app.demo_shop.catalog import PRODUCTS  # demo code, loaded only by a desk that runs the demo
 
-    sign_in_allowed = services.settings.environment != "production"
+    sign_in_allowed = settings.environment != "production"
     if customer and not sign_in_allowed:
         raise HTTPException(
             status.HTTP_403_FORBIDDEN,
@@ -106,8 +106,8 @@ def demo_page(
         )
     customers = _demo_customers(session, sorted({*DEMO_CUSTOMERS, *([customer] if customer else [])}))
     signed_in = customers[customer] if customer else None
-    secret = services.settings.widget_identity_secret
-    widget_settings: dict[str, Any] = {"locale": lang, "title": f"{services.settings.shop_name} support"}
+    secret = settings.widget_identity_secret
+    widget_settings: dict[str, Any] = {"locale": lang, "title": f"{settings.shop_name} support"}
     if signed_in is not None:
         widget_settings.update(
             customerId=signed_in.external_id,
@@ -120,7 +120,7 @@ def demo_page(
         page_environment()
         .get_template(DEMO_TEMPLATE)
         .render(
-            shop_name=services.settings.shop_name,
+            shop_name=settings.shop_name,
             lang=lang,
             products=PRODUCTS[:DEMO_PRODUCT_COUNT],
             demo_customers=[customers[external_id] for external_id in DEMO_CUSTOMERS] if sign_in_allowed else [],

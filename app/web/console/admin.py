@@ -13,14 +13,22 @@ from typing import Annotated, Any
 import anyio
 from fastapi import APIRouter, Form, Path, Request, status
 from fastapi.responses import HTMLResponse, Response
+from sqlalchemy import Engine
 from sqlmodel import Session
 
 from app.console import staff as staff_accounts
 from app.privacy import CustomerNotFoundError, Erasure, erase_customer, export_customer, find_customer
 from app.ratelimit import customer_rate_key
-from app.services import Services
 from app.web.console.common import ConsoleError, after_action, page
-from app.web.deps import PrivacyOfficerDep, ServicesDep, StaffManagerDep
+from app.web.deps import (
+    BrokerDep,
+    DbDep,
+    LimiterDep,
+    MemoryStoreDep,
+    PrivacyOfficerDep,
+    StaffManagerDep,
+    TurnsDep,
+)
 from memory.store import MemoryStoreBusyError
 
 router = APIRouter(prefix="/console", include_in_schema=False)
@@ -31,20 +39,20 @@ CustomerRef = Annotated[str, Path(max_length=64)]
 PRIVACY_TIMEOUT_S = 60.0
 
 
-def _staff_page(request: Request, services: Services, staff: Any, message: str | None = None) -> HTMLResponse:
-    with Session(services.db, expire_on_commit=False) as session:
+def _staff_page(request: Request, db: Engine, staff: Any, message: str | None = None) -> HTMLResponse:
+    with Session(db, expire_on_commit=False) as session:
         members = staff_accounts.list_staff(session)
     return page(request, "staff.html", staff=staff, members=members, message=message)
 
 
 @router.get("/staff", response_class=HTMLResponse)
-async def staff_page(request: Request, services: ServicesDep, staff: StaffManagerDep) -> Any:
-    return await anyio.to_thread.run_sync(_staff_page, request, services, staff)
+async def staff_page(request: Request, db: DbDep, staff: StaffManagerDep) -> Any:
+    return await anyio.to_thread.run_sync(_staff_page, request, db, staff)
 
 
-async def _staff_change(request: Request, services: Services, staff: Any, change: Any) -> Response:
+async def _staff_change(request: Request, db: Engine, change: Any) -> Response:
     def run() -> None:
-        with Session(services.db) as session:
+        with Session(db) as session:
             change(session)
 
     try:
@@ -57,7 +65,7 @@ async def _staff_change(request: Request, services: Services, staff: Any, change
 @router.post("/staff")
 async def add_staff(
     request: Request,
-    services: ServicesDep,
+    db: DbDep,
     staff: StaffManagerDep,
     email: Field = "",
     name: Field = "",
@@ -67,42 +75,38 @@ async def add_staff(
     def change(session: Session) -> None:
         staff_accounts.add_staff(session, email=email, name=name, role=role, password=password, actor=staff.actor)
 
-    return await _staff_change(request, services, staff, change)
+    return await _staff_change(request, db, change)
 
 
 @router.post("/staff/{email}/active")
 async def set_active(
-    request: Request, email: Annotated[str, Path(max_length=320)], services: ServicesDep, staff: StaffManagerDep,
+    request: Request, email: Annotated[str, Path(max_length=320)], db: DbDep, staff: StaffManagerDep,
     active: Field = "",
 ) -> Response:  # fmt: skip
     def change(session: Session) -> None:
         staff_accounts.set_active(session, email, active=active == "1", actor=staff.actor)
 
-    return await _staff_change(request, services, staff, change)
+    return await _staff_change(request, db, change)
 
 
 @router.post("/staff/{email}/password")
 async def set_password(
-    request: Request, email: Annotated[str, Path(max_length=320)], services: ServicesDep, staff: StaffManagerDep,
+    request: Request, email: Annotated[str, Path(max_length=320)], db: DbDep, staff: StaffManagerDep,
     password: Field = "",
 ) -> Response:  # fmt: skip
     def change(session: Session) -> None:
         staff_accounts.set_password(session, email, password, actor=staff.actor)
 
-    return await _staff_change(request, services, staff, change)
-
-
-def _memory(services: Services) -> Any:
-    return services.memory.store if services.memory is not None else None
+    return await _staff_change(request, db, change)
 
 
 @router.post("/customers/{ref}/export")
-async def export(ref: CustomerRef, services: ServicesDep, staff: PrivacyOfficerDep) -> Response:
+async def export(ref: CustomerRef, db: DbDep, store: MemoryStoreDep, staff: PrivacyOfficerDep) -> Response:
     """Everything memdesk holds about the customer, as a JSON download."""
 
     def run() -> dict[str, Any]:
-        with Session(services.db) as session:
-            exported = export_customer(session, _memory(services), find_customer(session, ref))
+        with Session(db) as session:
+            exported = export_customer(session, store, find_customer(session, ref))
             session.commit()
             return exported
 
@@ -117,13 +121,22 @@ async def export(ref: CustomerRef, services: ServicesDep, staff: PrivacyOfficerD
 
 
 @router.post("/customers/{ref}/erase")
-async def erase(request: Request, ref: CustomerRef, services: ServicesDep, staff: PrivacyOfficerDep) -> Response:
+async def erase(
+    request: Request,
+    ref: CustomerRef,
+    db: DbDep,
+    store: MemoryStoreDep,
+    broker: BrokerDep,
+    turns: TurnsDep,
+    limiter: LimiterDep,
+    staff: PrivacyOfficerDep,
+) -> Response:
     """Erase the customer: rows and memories first, then the running server's state about them."""
 
     def run() -> tuple[str, Erasure]:
-        with Session(services.db) as session:
+        with Session(db) as session:
             customer = find_customer(session, ref)
-            return customer.public_id, erase_customer(session, _memory(services), customer, actor=staff.actor)
+            return customer.public_id, erase_customer(session, store, customer, actor=staff.actor)
 
     try:
         public_id, erasure = await anyio.to_thread.run_sync(run)
@@ -133,9 +146,9 @@ async def erase(request: Request, ref: CustomerRef, services: ServicesDep, staff
         raise ConsoleError(
             status.HTTP_503_SERVICE_UNAVAILABLE, f"Nothing was erased: memory is busy ({error})."
         ) from error
-    services.broker.forget(erasure.conversation_ids)
-    services.turns.forget_conversations(erasure.conversation_ids)
-    services.message_limiter.forget(customer_rate_key(public_id))
+    broker.forget(erasure.conversation_ids)
+    turns.forget_conversations(erasure.conversation_ids)
+    limiter.forget(customer_rate_key(public_id))
     response = after_action(request, "/console")
     response.headers["HX-Redirect"] = "/console"
     return response

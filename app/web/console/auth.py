@@ -8,25 +8,28 @@ out, is audited.
 
 from __future__ import annotations
 
+from importlib.resources import files
 from pathlib import Path
 from typing import Annotated
 
 import anyio
 from fastapi import APIRouter, Form, Query, Request, status
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
+from sqlalchemy import Engine
 from sqlmodel import Session, select
 
 from app.console import auth
 from app.console.audit import record_audit_event
 from app.console.staff import MAX_PASSWORD_CHARS, StaffError, normalize_email, verify_password
 from app.models import Agent
-from app.services import Services
+from app.settings import Settings
 from app.web.console.common import ConsoleError, page
-from app.web.deps import ConsoleStaffDep, ServicesDep, console_signer
+from app.web.deps import ConsoleStaffDep, DbDep, SettingsDep, console_signer
 
 router = APIRouter(prefix="/console", include_in_schema=False)
 
-STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
+# Package data, found the same in a wheel and in an editable install (as the widget's files are).
+STATIC_DIR = Path(str(files("app").joinpath("static")))
 STATIC_FILES = {
     "console.css": ("console.css", "text/css; charset=utf-8"),
     "console.js": ("console.js", "text/javascript; charset=utf-8"),
@@ -50,7 +53,7 @@ def _client_address(request: Request) -> str:
 
 
 def _login_page(
-    request: Request, services: Services, *, message: str | None = None, status_code: int = 200, next_path: str = ""
+    request: Request, settings: Settings, *, message: str | None = None, status_code: int = 200, next_path: str = ""
 ) -> HTMLResponse:
     token = auth.new_token()
     response = page(
@@ -58,11 +61,11 @@ def _login_page(
     )
     response.set_cookie(
         auth.LOGIN_CSRF_COOKIE,
-        console_signer(services).login_cookie(token),
+        console_signer(settings).login_cookie(token),
         max_age=auth.LOGIN_FORM_MAX_AGE_S,
         httponly=True,
         samesite="lax",
-        secure=services.settings.console_secure_cookie,
+        secure=settings.console_secure_cookie,
         path="/console",
     )
     return response
@@ -71,25 +74,26 @@ def _login_page(
 @router.get("/login", response_class=HTMLResponse)
 def login_form(
     request: Request,
-    services: ServicesDep,
+    settings: SettingsDep,
     expired: Annotated[int, Query(ge=0, le=1)] = 0,
     next: Annotated[str, Query(max_length=MAX_FIELD_CHARS)] = "",
 ) -> HTMLResponse:
     message = "Your session has ended; sign in again." if expired else None
-    return _login_page(request, services, message=message, next_path=_safe_next(next))
+    return _login_page(request, settings, message=message, next_path=_safe_next(next))
 
 
-def _audit_attempt(services: Services, actor: str, action: str, **detail: object) -> None:
-    with Session(services.db) as session:
+def _audit_attempt(db: Engine, actor: str, action: str, **detail: object) -> None:
+    with Session(db) as session:
         record_audit_event(session, actor=actor, action=action, target_type="console", target_id="login", detail=detail)
         session.commit()
 
 
-def _attempt(services: Services, email: str, password: str, address: str) -> tuple[str, Agent | None, float | None]:
+def _attempt(
+    db: Engine, settings: Settings, email: str, password: str, address: str
+) -> tuple[str, Agent | None, float | None]:
     """One sign-in attempt (blocking: argon2): ("ok" | "locked" | "failed", the member, seconds locked)."""
-    settings = services.settings
     keys = auth.ThrottleKeys.of(email, address, settings)
-    with Session(services.db, expire_on_commit=False) as session:
+    with Session(db, expire_on_commit=False) as session:
         wait = auth.locked_for(session, keys)
         if wait is not None:
             session.commit()
@@ -114,30 +118,29 @@ def _attempt(services: Services, email: str, password: str, address: str) -> tup
 @router.post("/login", response_model=None)
 async def login(
     request: Request,
-    services: ServicesDep,
+    db: DbDep,
+    settings: SettingsDep,
     email: Annotated[str, Form(max_length=MAX_FIELD_CHARS)] = "",
     password: Annotated[str, Form(max_length=MAX_PASSWORD_CHARS)] = "",
     csrf_token: Annotated[str, Form(max_length=MAX_FIELD_CHARS)] = "",
     next: Annotated[str, Form(max_length=MAX_FIELD_CHARS)] = "",
 ) -> Response:
-    expected = console_signer(services).login_token(request.cookies.get(auth.LOGIN_CSRF_COOKIE))
+    expected = console_signer(settings).login_token(request.cookies.get(auth.LOGIN_CSRF_COOKIE))
     address = _client_address(request)
     if expected is None or not auth.tokens_match(expected, csrf_token):
         await anyio.to_thread.run_sync(
-            lambda: _audit_attempt(services, f"address:{address}"[:64], "console.csrf_rejected", email=email[:320])
+            lambda: _audit_attempt(db, f"address:{address}"[:64], "console.csrf_rejected", email=email[:320])
         )
         raise ConsoleError(status.HTTP_403_FORBIDDEN, "The sign-in form expired; reload the page and try again.")
-    outcome, agent, wait = await anyio.to_thread.run_sync(_attempt, services, email, password, address)
+    outcome, agent, wait = await anyio.to_thread.run_sync(_attempt, db, settings, email, password, address)
     if outcome != "ok" or agent is None:
         action = "console.login_locked" if outcome == "locked" else "console.login_failed"
-        await anyio.to_thread.run_sync(
-            lambda: _audit_attempt(services, f"address:{address}"[:64], action, email=email[:320])
-        )
+        await anyio.to_thread.run_sync(lambda: _audit_attempt(db, f"address:{address}"[:64], action, email=email[:320]))
         if outcome == "locked":
             minutes = max(1, round((wait or 0) / 60))
             response = _login_page(
                 request,
-                services,
+                settings,
                 message=f"Too many failed sign-ins. Try again in {minutes} min, or ask an administrator.",
                 status_code=status.HTTP_429_TOO_MANY_REQUESTS,
                 next_path=_safe_next(next),
@@ -145,14 +148,14 @@ async def login(
             response.headers["Retry-After"] = str(int(wait or 0) + 1)
             return response
         return _login_page(
-            request, services, message=WRONG_CREDENTIALS, status_code=status.HTTP_401_UNAUTHORIZED, next_path=next
+            request, settings, message=WRONG_CREDENTIALS, status_code=status.HTTP_401_UNAUTHORIZED, next_path=next
         )
-    return await _signed_in(services, agent, _safe_next(next))
+    return await _signed_in(db, settings, agent, _safe_next(next))
 
 
-async def _signed_in(services: Services, agent: Agent, target: str) -> Response:
+async def _signed_in(db: Engine, settings: Settings, agent: Agent, target: str) -> Response:
     def start() -> str:
-        with Session(services.db) as session:
+        with Session(db) as session:
             token = auth.start_session(session, agent)
             actor = f"agent:{agent.id}"
             record_audit_event(
@@ -165,11 +168,11 @@ async def _signed_in(services: Services, agent: Agent, target: str) -> Response:
     response = RedirectResponse(target, status_code=status.HTTP_303_SEE_OTHER)
     response.set_cookie(
         auth.SESSION_COOKIE,
-        console_signer(services).session_cookie(token),
-        max_age=int(services.settings.console_session_max_age_s),
+        console_signer(settings).session_cookie(token),
+        max_age=int(settings.console_session_max_age_s),
         httponly=True,
         samesite="lax",
-        secure=services.settings.console_secure_cookie,
+        secure=settings.console_secure_cookie,
         path="/console",
     )
     response.delete_cookie(auth.LOGIN_CSRF_COOKIE, path="/console")
@@ -177,11 +180,11 @@ async def _signed_in(services: Services, agent: Agent, target: str) -> Response:
 
 
 @router.post("/logout")
-async def logout(request: Request, services: ServicesDep, staff: ConsoleStaffDep) -> RedirectResponse:
-    token = console_signer(services).session_token(request.cookies.get(auth.SESSION_COOKIE))
+async def logout(request: Request, db: DbDep, settings: SettingsDep, staff: ConsoleStaffDep) -> RedirectResponse:
+    token = console_signer(settings).session_token(request.cookies.get(auth.SESSION_COOKIE))
 
     def end() -> None:
-        with Session(services.db) as session:
+        with Session(db) as session:
             if token is not None:
                 auth.end_session(session, token)
             record_audit_event(

@@ -1,4 +1,4 @@
-"""What every console route shares: HTML responses, the console's error pages, and its security headers.
+"""What every console route shares: HTML responses, the console's error pages, its security headers and its streams.
 
 Console routes are server-rendered pages and htmx fragments. A request from htmx (``HX-Request``) gets a fragment;
 a plain browser request (a form posted without JavaScript) gets a redirect back to the page (303) or a whole page.
@@ -8,6 +8,9 @@ error page. None of these routes is part of the public API document.
 ``ConsoleSecurityHeaders`` adds to every ``/console`` response a strict Content-Security-Policy (scripts, styles
 and connections from this origin only, no framing, forms posting only here), ``nosniff``, no referrer outside the
 origin, and ``no-store`` so that a signed-out browser's back button shows no staff page.
+
+``console_stream`` is the body of a page's live stream (``app.web.event_streams``): the broker's events as that page
+names them, until the staff member's session ends.
 """
 
 from __future__ import annotations
@@ -16,12 +19,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request, status
-from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.sse import ServerSentEvent
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.console.rendering import render
 from app.live.broker import Event, Subscription, SubscriptionClosed
+from app.web.event_streams import reconnect_delay
 
 CONSOLE_PREFIX = "/console"
 SECURITY_HEADERS = {
@@ -99,40 +104,32 @@ def install(app: FastAPI) -> None:
     app.add_middleware(ConsoleSecurityHeaders)
 
 
-STREAM_HEARTBEAT_S = 15.0
-STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+# A console stream's session is checked after this much silence (a signed-out staff member's stream ends).
+SESSION_CHECK_S = 15.0
 
 
-def sse_frame(event: Event, name: str, data: str = "{}") -> str:
-    """One server-sent event; multi-line data (an HTML fragment) is sent as several ``data:`` lines."""
-    lines = "".join(f"data: {line}\n" for line in data.splitlines() or [""])
-    return f"id: {event.id}\nevent: {name}\n{lines}\n"
+def console_event(event: Event, name: str, data: str = "{}") -> ServerSentEvent:
+    """``event`` as the page's ``name`` event; htmx swaps ``data`` in (an HTML fragment), or only reloads a part."""
+    return ServerSentEvent(id=event.id, event=name, raw_data=data)
 
 
-def event_stream(
-    request: Request,
+async def console_stream(
     subscription: Subscription,
-    frame: Callable[[Event], Awaitable[str | None]],
+    frame: Callable[[Event], Awaitable[ServerSentEvent | None]],
     still_signed_in: Callable[[], Awaitable[bool]],
-) -> StreamingResponse:
-    """A server-sent-event response over a broker subscription; between events it checks, once per heartbeat,
-    that the staff member is still signed in, and ends when they are not."""
-
-    async def stream() -> AsyncIterator[str]:
-        with subscription:
-            yield "retry: 2000\n\n"
-            while not await request.is_disconnected():
-                try:
-                    event = await subscription.next(STREAM_HEARTBEAT_S)
-                except SubscriptionClosed:
-                    return
-                if event is None:
-                    if not await still_signed_in():
-                        return
-                    yield ": keep-alive\n\n"
-                    continue
-                text = await frame(event)
-                if text is not None:
-                    yield text
-
-    return StreamingResponse(stream(), media_type="text/event-stream", headers=STREAM_HEADERS)
+) -> AsyncIterator[ServerSentEvent]:
+    """The server-sent events of a console page (``app.web.event_streams``): each broker event as ``frame`` makes
+    it (None: not for this page), until the broker ends the subscription or the staff member is signed out."""
+    yield reconnect_delay()
+    while True:
+        try:
+            event = await subscription.next(SESSION_CHECK_S)
+        except SubscriptionClosed:
+            return
+        if event is None:
+            if not await still_signed_in():
+                return
+            continue
+        sent = await frame(event)
+        if sent is not None:
+            yield sent

@@ -11,12 +11,14 @@ redirect back to the page.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any
 
 import anyio
-from fastapi import APIRouter, Form, Header, Path, Query, Request, status
-from fastapi.responses import HTMLResponse, Response, StreamingResponse
+from fastapi import APIRouter, Depends, Form, Path, Query, Request, status
+from fastapi.responses import HTMLResponse, Response
+from fastapi.sse import EventSourceResponse, ServerSentEvent
+from sqlalchemy import Engine
 from sqlmodel import Session
 
 from app.console import actions
@@ -26,12 +28,19 @@ from app.console.permissions import Staff
 from app.console.rendering import render
 from app.console.transcript import load_transcript
 from app.console.view import live_entry, load_page, load_state
-from app.live.broker import Event
+from app.live.broker import Event, Subscription
 from app.models import Conversation
-from app.services import Services
-from app.web.console.common import ConsoleError, after_action, event_stream, page, sse_frame
-from app.web.console.inbox import signed_in_check
-from app.web.deps import ServicesDep, WorkerDep
+from app.web.console.common import ConsoleError, after_action, console_event, console_stream, page
+from app.web.deps import (
+    BrokerDep,
+    DbDep,
+    GatewayDep,
+    SettingsDep,
+    SignedInCheckDep,
+    TurnsDep,
+    WorkerDep,
+)
+from app.web.event_streams import LastEventIdHeader, SinceQuery
 from app.web.input import MAX_DATABASE_INT
 
 router = APIRouter(prefix="/console/conversations", include_in_schema=False)
@@ -57,33 +66,38 @@ def _conversation(session: Session, ref: str) -> Conversation:
 
 @router.get("/{ref}", response_class=HTMLResponse)
 async def conversation_page(
-    request: Request, ref: ConversationRef, services: ServicesDep, staff: WorkerDep, before: BeforeQuery = None
+    request: Request,
+    ref: ConversationRef,
+    db: DbDep,
+    broker: BrokerDep,
+    staff: WorkerDep,
+    before: BeforeQuery = None,
 ) -> Any:
     """The conversation with its latest page of messages, or (``before``: the "Show earlier messages" link
     without JavaScript) from the page before that message through the latest."""
 
     def load() -> Any:
-        with Session(services.db, expire_on_commit=False) as session:
+        with Session(db, expire_on_commit=False) as session:
             conversation = _conversation(session, ref)
             assert conversation.id is not None
             return load_page(session, conversation, staff_id=staff.id, before_id=before)
 
-    key = await anyio.to_thread.run_sync(_key, services, ref)
-    position = services.broker.position(key)  # before loading: a message stored meanwhile comes again, not never
+    key = await anyio.to_thread.run_sync(_key, db, ref)
+    position = broker.position(key)  # before loading: a message stored meanwhile comes again, not never
     view = await anyio.to_thread.run_sync(load)
     return page(request, "conversation.html", staff=staff, view=view, position=position)
 
 
-def _key(services: Services, ref: str) -> int:
-    with Session(services.db) as session:
+def _key(db: Engine, ref: str) -> int:
+    with Session(db) as session:
         key = _conversation(session, ref).id
         session.commit()
     assert key is not None
     return key
 
 
-def _state_fragment(request: Request, services: Services, staff: Staff, ref: str) -> HTMLResponse:
-    with Session(services.db, expire_on_commit=False) as session:
+def _state_fragment(request: Request, db: Engine, staff: Staff, ref: str) -> HTMLResponse:
+    with Session(db, expire_on_commit=False) as session:
         state = load_state(session, _conversation(session, ref))
         handoff = handoff_view(session, state.conversation.id or 0)
         session.commit()
@@ -91,17 +105,17 @@ def _state_fragment(request: Request, services: Services, staff: Staff, ref: str
 
 
 @router.get("/{ref}/state", response_class=HTMLResponse)
-def conversation_state(request: Request, ref: ConversationRef, services: ServicesDep, staff: WorkerDep) -> Any:
-    return _state_fragment(request, services, staff, ref)
+def conversation_state(request: Request, ref: ConversationRef, db: DbDep, staff: WorkerDep) -> Any:
+    return _state_fragment(request, db, staff, ref)
 
 
 @router.get("/{ref}/transcript", response_class=HTMLResponse)
 def conversation_transcript(
-    request: Request, ref: ConversationRef, services: ServicesDep, staff: WorkerDep, before: BeforeQuery = None
+    request: Request, ref: ConversationRef, db: DbDep, staff: WorkerDep, before: BeforeQuery = None
 ) -> Any:
     """The latest page of the transcript (reloaded after a compaction), or with ``before`` only the page before
     that message (htmx puts it above, in place of the "Show earlier messages" control)."""
-    with Session(services.db, expire_on_commit=False) as session:
+    with Session(db, expire_on_commit=False) as session:
         conversation = _conversation(session, ref)
         transcript = load_transcript(session, conversation.id or 0, before_id=before, through_latest=before is None)
         session.commit()
@@ -109,33 +123,43 @@ def conversation_transcript(
     return page(request, fragment, staff=staff, transcript=transcript, ref=ref)
 
 
-@router.get("/{ref}/events", response_class=StreamingResponse)
-async def conversation_events(
-    request: Request,
+async def conversation_subscription(
     ref: ConversationRef,
-    services: ServicesDep,
     staff: WorkerDep,
-    last_event_id: Annotated[str | None, Header(max_length=64)] = None,
-    since: Annotated[str | None, Query(max_length=64)] = None,
-) -> StreamingResponse:
-    key = await anyio.to_thread.run_sync(_key, services, ref)
+    db: DbDep,
+    broker: BrokerDep,
+    last_event_id: LastEventIdHeader = None,
+    since: SinceQuery = None,
+) -> AsyncIterator[Subscription]:
+    """The conversation's subscription, for staff who work conversations (``app.web.event_streams``)."""
+    key = await anyio.to_thread.run_sync(_key, db, ref)
+    with broker.subscribe(key, last_event_id or since) as subscription:
+        yield subscription
 
-    async def frame(event: Event) -> str | None:
+
+ConversationSubscriptionDep = Annotated[Subscription, Depends(conversation_subscription)]
+
+
+@router.get("/{ref}/events", response_class=EventSourceResponse)
+async def conversation_events(
+    subscription: ConversationSubscriptionDep, db: DbDep, still_signed_in: SignedInCheckDep, staff: WorkerDep
+) -> AsyncIterator[ServerSentEvent]:
+    async def frame(event: Event) -> ServerSentEvent | None:
         if event.type == "message.created" and isinstance(event.data.get("id"), int):
-            html = await anyio.to_thread.run_sync(_rendered_entry, services, staff, key, event.data["id"])
-            return sse_frame(event, "transcript", html) if html else None
+            html = await anyio.to_thread.run_sync(_rendered_entry, db, staff, event.conversation_id, event.data["id"])
+            return console_event(event, "transcript", html) if html else None
         if event.type in STATE_EVENTS:
-            return sse_frame(event, "state")
+            return console_event(event, "state")
         if event.type in ("context.compacted", "resync"):
-            return sse_frame(event, "compaction")
+            return console_event(event, "compaction")
         return None
 
-    subscription = services.broker.subscribe(key, last_event_id or since)
-    return event_stream(request, subscription, frame, signed_in_check(request, services))
+    async for sent in console_stream(subscription, frame, still_signed_in):
+        yield sent
 
 
-def _rendered_entry(services: Services, staff: Staff, conversation_id: int, message_id: int) -> str | None:
-    with Session(services.db) as session:
+def _rendered_entry(db: Engine, staff: Staff, conversation_id: int, message_id: int) -> str | None:
+    with Session(db) as session:
         entry = live_entry(session, conversation_id, message_id)
         session.commit()
     if entry is None:
@@ -145,9 +169,9 @@ def _rendered_entry(services: Services, staff: Staff, conversation_id: int, mess
     return render("_entry.html", message=entry.message, staff=staff)
 
 
-async def _act(request: Request, services: Services, staff: Staff, ref: str, action: Callable[..., Any]) -> Response:
+async def _act(request: Request, db: Engine, staff: Staff, ref: str, action: Callable[..., Any]) -> Response:
     """Run a state change on the event loop (it publishes live events), then answer with the refreshed header."""
-    with Session(services.db, expire_on_commit=False) as session:
+    with Session(db, expire_on_commit=False) as session:
         conversation = _conversation(session, ref)
         try:
             action(session, conversation)
@@ -155,49 +179,49 @@ async def _act(request: Request, services: Services, staff: Staff, ref: str, act
             session.rollback()
             raise ConsoleError(error.status_code, str(error)) from error
     if request.headers.get("HX-Request") == "true":
-        return await anyio.to_thread.run_sync(_state_fragment, request, services, staff, ref)
+        return await anyio.to_thread.run_sync(_state_fragment, request, db, staff, ref)
     return after_action(request, _url(ref))
 
 
 @router.post("/{ref}/take-over")
-async def take_over(request: Request, ref: ConversationRef, services: ServicesDep, staff: WorkerDep) -> Response:
-    return await _act(request, services, staff, ref, lambda s, c: actions.take_over(s, services.broker, staff, c))
+async def take_over(request: Request, ref: ConversationRef, db: DbDep, broker: BrokerDep, staff: WorkerDep) -> Response:
+    return await _act(request, db, staff, ref, lambda s, c: actions.take_over(s, broker, staff, c))
 
 
 @router.post("/{ref}/hand-back")
-async def hand_back(request: Request, ref: ConversationRef, services: ServicesDep, staff: WorkerDep) -> Response:
-    def run(session: Session, conversation: Conversation) -> None:
-        actions.hand_back(session, services.broker, services.turns, staff, conversation)
-
-    return await _act(request, services, staff, ref, run)
+async def hand_back(
+    request: Request, ref: ConversationRef, db: DbDep, broker: BrokerDep, turns: TurnsDep, staff: WorkerDep
+) -> Response:
+    return await _act(request, db, staff, ref, lambda s, c: actions.hand_back(s, broker, turns, staff, c))
 
 
 @router.post("/{ref}/close")
-async def close(request: Request, ref: ConversationRef, services: ServicesDep, staff: WorkerDep) -> Response:
-    return await _act(request, services, staff, ref, lambda s, c: actions.close(s, services.broker, staff, c))
+async def close(request: Request, ref: ConversationRef, db: DbDep, broker: BrokerDep, staff: WorkerDep) -> Response:
+    return await _act(request, db, staff, ref, lambda s, c: actions.close(s, broker, staff, c))
 
 
 @router.post("/{ref}/reopen")
-async def reopen(request: Request, ref: ConversationRef, services: ServicesDep, staff: WorkerDep) -> Response:
-    return await _act(request, services, staff, ref, lambda s, c: actions.reopen(s, services.broker, staff, c))
+async def reopen(request: Request, ref: ConversationRef, db: DbDep, broker: BrokerDep, staff: WorkerDep) -> Response:
+    return await _act(request, db, staff, ref, lambda s, c: actions.reopen(s, broker, staff, c))
 
 
 @router.post("/{ref}/assign")
 async def assign(
     request: Request,
     ref: ConversationRef,
-    services: ServicesDep,
+    db: DbDep,
+    broker: BrokerDep,
     staff: WorkerDep,
     agent_id: Annotated[str, Form(max_length=20)] = "",
 ) -> Response:
     chosen = int(agent_id) if agent_id.isdigit() else None
     if agent_id and chosen is None:
         raise ConsoleError(status.HTTP_422_UNPROCESSABLE_CONTENT, "Choose a staff member from the list.")
-    return await _act(request, services, staff, ref, lambda s, c: actions.assign(s, services.broker, staff, c, chosen))
+    return await _act(request, db, staff, ref, lambda s, c: actions.assign(s, broker, staff, c, chosen))
 
 
-async def _write(request: Request, services: Services, staff: Staff, ref: str, action: Callable[..., Any]) -> Response:
-    with Session(services.db, expire_on_commit=False) as session:
+async def _write(request: Request, db: Engine, staff: Staff, ref: str, action: Callable[..., Any]) -> Response:
+    with Session(db, expire_on_commit=False) as session:
         conversation = _conversation(session, ref)
         try:
             action(session, conversation)
@@ -209,30 +233,33 @@ async def _write(request: Request, services: Services, staff: Staff, ref: str, a
 
 @router.post("/{ref}/reply")
 async def reply(
-    request: Request, ref: ConversationRef, services: ServicesDep, staff: WorkerDep, text: TextField = ""
+    request: Request, ref: ConversationRef, db: DbDep, broker: BrokerDep, staff: WorkerDep, text: TextField = ""
 ) -> Response:
-    return await _write(request, services, staff, ref, lambda s, c: actions.reply(s, services.broker, staff, c, text))
+    return await _write(request, db, staff, ref, lambda s, c: actions.reply(s, broker, staff, c, text))
 
 
 @router.post("/{ref}/note")
 async def note(
-    request: Request, ref: ConversationRef, services: ServicesDep, staff: WorkerDep, text: TextField = ""
+    request: Request, ref: ConversationRef, db: DbDep, broker: BrokerDep, staff: WorkerDep, text: TextField = ""
 ) -> Response:
-    return await _write(
-        request, services, staff, ref, lambda s, c: actions.add_note(s, services.broker, staff, c, text)
-    )
+    return await _write(request, db, staff, ref, lambda s, c: actions.add_note(s, broker, staff, c, text))
 
 
 @router.post("/{ref}/handoff-summary", response_class=HTMLResponse)
-async def summarize(request: Request, ref: ConversationRef, services: ServicesDep, staff: WorkerDep) -> Any:
+async def summarize(
+    request: Request,
+    ref: ConversationRef,
+    db: DbDep,
+    gateway: GatewayDep,
+    settings: SettingsDep,
+    staff: WorkerDep,
+) -> Any:
     """Write the handoff summary now, with the summary model (a few seconds; the page shows a spinner)."""
-    key = await anyio.to_thread.run_sync(_key, services, ref)
+    key = await anyio.to_thread.run_sync(_key, db, ref)
 
     def write() -> None:
-        written = write_handoff_summary(
-            services.db, services.gateway, services.settings, conversation_id=key, requested_by=staff.id
-        )
-        with Session(services.db) as session:
+        written = write_handoff_summary(db, gateway, settings, conversation_id=key, requested_by=staff.id)
+        with Session(db) as session:
             detail = {"summary_id": written.id if written else None}
             record_audit_event(
                 session, actor=staff.actor, action="console.handoff_summary", target_type="conversation",
@@ -241,4 +268,4 @@ async def summarize(request: Request, ref: ConversationRef, services: ServicesDe
             session.commit()
 
     await anyio.to_thread.run_sync(write)
-    return await anyio.to_thread.run_sync(_state_fragment, request, services, staff, ref)
+    return await anyio.to_thread.run_sync(_state_fragment, request, db, staff, ref)

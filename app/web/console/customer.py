@@ -13,15 +13,16 @@ from typing import Annotated, Any
 import anyio
 from fastapi import APIRouter, Form, Path, Request, status
 from fastapi.responses import HTMLResponse
+from sqlalchemy import Engine
 from sqlmodel import Session, select
 
 from app.console import memories
 from app.console.customer import CustomerProfile, load_memories, load_orders, load_profile
 from app.console.permissions import Permission, Staff
+from app.customer_memory.service import MemoryService
 from app.models import Customer
-from app.services import Services
 from app.web.console.common import ConsoleError, page
-from app.web.deps import MemoryEditorDep, ServicesDep, WorkerDep
+from app.web.deps import DbDep, MemoryDep, MemoryEditorDep, ToolsDep, WorkerDep
 from memory.conclusions import ConclusionKind
 from memory.store import CustomerMemoryError, MemoryNotFoundError
 
@@ -34,8 +35,8 @@ TextField = Annotated[str, Form(max_length=memories.MAX_MEMORY_CHARS * 2)]
 DateField = Annotated[str, Form(max_length=10)]
 
 
-def _profile(services: Services, ref: str) -> CustomerProfile:
-    with Session(services.db) as session:
+def _profile(db: Engine, ref: str) -> CustomerProfile:
+    with Session(db) as session:
         customer = session.exec(select(Customer).where(Customer.public_id == ref)).first()
         if customer is None or customer.id is None:
             session.rollback()
@@ -56,8 +57,10 @@ def _date(value: str, label: str) -> date | None:
         ) from error
 
 
-async def _memories_fragment(request: Request, services: Services, staff: Staff, profile: CustomerProfile) -> Any:
-    listed = await load_memories(services, profile.id)
+async def _memories_fragment(
+    request: Request, memory: MemoryService | None, db: Engine, staff: Staff, profile: CustomerProfile
+) -> Any:
+    listed = await load_memories(memory, db, profile.id)
     return page(
         request,
         "_memories.html",
@@ -70,10 +73,12 @@ async def _memories_fragment(request: Request, services: Services, staff: Staff,
 
 
 @router.get("/{ref}/panel", response_class=HTMLResponse)
-async def panel(request: Request, ref: CustomerRef, services: ServicesDep, staff: WorkerDep) -> Any:
-    profile = await anyio.to_thread.run_sync(_profile, services, ref)
-    orders = await load_orders(services, profile, staff.actor)
-    listed = await load_memories(services, profile.id)
+async def panel(
+    request: Request, ref: CustomerRef, db: DbDep, tools: ToolsDep, memory: MemoryDep, staff: WorkerDep
+) -> Any:
+    profile = await anyio.to_thread.run_sync(_profile, db, ref)
+    orders = await load_orders(db, tools, profile, staff.actor)
+    listed = await load_memories(memory, db, profile.id)
     return page(
         request,
         "_customer_panel.html",
@@ -86,7 +91,9 @@ async def panel(request: Request, ref: CustomerRef, services: ServicesDep, staff
     )
 
 
-async def _changed(request: Request, services: Services, staff: Staff, profile: CustomerProfile, change: Any) -> Any:
+async def _changed(
+    request: Request, memory: MemoryService | None, db: Engine, staff: Staff, profile: CustomerProfile, change: Any
+) -> Any:
     try:
         await change
     except memories.MemoryUnavailable as error:
@@ -95,7 +102,7 @@ async def _changed(request: Request, services: Services, staff: Staff, profile: 
         raise ConsoleError(status.HTTP_404_NOT_FOUND, "No such memory for this customer.") from error
     except (ValueError, CustomerMemoryError) as error:
         raise ConsoleError(status.HTTP_422_UNPROCESSABLE_CONTENT, str(error)) from error
-    return await _memories_fragment(request, services, staff, profile)
+    return await _memories_fragment(request, memory, db, staff, profile)
 
 
 def _dates(kind: str, text: str, due: str, expires: str) -> memories.MemoryDates:
@@ -112,7 +119,8 @@ def _dates(kind: str, text: str, due: str, expires: str) -> memories.MemoryDates
 async def add_memory(
     request: Request,
     ref: CustomerRef,
-    services: ServicesDep,
+    db: DbDep,
+    memory: MemoryDep,
     staff: MemoryEditorDep,
     text: TextField = "",
     kind: Annotated[str, Form(max_length=20)] = "fact",
@@ -121,10 +129,10 @@ async def add_memory(
 ) -> Any:
     if kind not in {k.value for k in ConclusionKind}:
         raise ConsoleError(status.HTTP_422_UNPROCESSABLE_CONTENT, "Choose a kind from the list.")
-    profile = await anyio.to_thread.run_sync(_profile, services, ref)
+    profile = await anyio.to_thread.run_sync(_profile, db, ref)
     dates = _dates(kind, text, due_date, expires_on)
-    change = memories.add_memory(services, staff, profile.id, kind=kind, text=text, dates=dates)
-    return await _changed(request, services, staff, profile, change)
+    change = memories.add_memory(memory, db, staff, profile.id, kind=kind, text=text, dates=dates)
+    return await _changed(request, memory, db, staff, profile, change)
 
 
 @router.post("/{ref}/memories/{memory_id}/edit", response_class=HTMLResponse)
@@ -132,46 +140,45 @@ async def edit_memory(
     request: Request,
     ref: CustomerRef,
     memory_id: MemoryRef,
-    services: ServicesDep,
+    db: DbDep,
+    memory: MemoryDep,
     staff: MemoryEditorDep,
     text: TextField = "",
     kind: Annotated[str, Form(max_length=20)] = "",
     due_date: DateField = "",
     expires_on: DateField = "",
 ) -> Any:
-    profile = await anyio.to_thread.run_sync(_profile, services, ref)
+    profile = await anyio.to_thread.run_sync(_profile, db, ref)
     dates = _dates(kind, text, due_date, expires_on)
-    change = memories.edit_memory(services, staff, profile.id, memory_id, text=text, dates=dates)
-    return await _changed(request, services, staff, profile, change)
+    change = memories.edit_memory(memory, db, staff, profile.id, memory_id, text=text, dates=dates)
+    return await _changed(request, memory, db, staff, profile, change)
 
 
 @router.post("/{ref}/memories/{memory_id}/lock", response_class=HTMLResponse)
 async def lock_memory(
-    request: Request, ref: CustomerRef, memory_id: MemoryRef, services: ServicesDep, staff: MemoryEditorDep
+    request: Request, ref: CustomerRef, memory_id: MemoryRef, db: DbDep, memory: MemoryDep, staff: MemoryEditorDep
 ) -> Any:
-    profile = await anyio.to_thread.run_sync(_profile, services, ref)
-    return await _changed(
-        request, services, staff, profile, memories.lock_memory(services, staff, profile.id, memory_id)
-    )
+    profile = await anyio.to_thread.run_sync(_profile, db, ref)
+    change = memories.lock_memory(memory, db, staff, profile.id, memory_id)
+    return await _changed(request, memory, db, staff, profile, change)
 
 
 @router.post("/{ref}/memories/{memory_id}/delete", response_class=HTMLResponse)
 async def delete_memory(
-    request: Request, ref: CustomerRef, memory_id: MemoryRef, services: ServicesDep, staff: MemoryEditorDep
+    request: Request, ref: CustomerRef, memory_id: MemoryRef, db: DbDep, memory: MemoryDep, staff: MemoryEditorDep
 ) -> Any:
-    profile = await anyio.to_thread.run_sync(_profile, services, ref)
-    return await _changed(
-        request, services, staff, profile, memories.delete_memory(services, staff, profile.id, memory_id)
-    )
+    profile = await anyio.to_thread.run_sync(_profile, db, ref)
+    change = memories.delete_memory(memory, db, staff, profile.id, memory_id)
+    return await _changed(request, memory, db, staff, profile, change)
 
 
 @router.get("/{ref}/memories/{memory_id}/history", response_class=HTMLResponse)
 async def memory_history(
-    request: Request, ref: CustomerRef, memory_id: MemoryRef, services: ServicesDep, staff: WorkerDep
+    request: Request, ref: CustomerRef, memory_id: MemoryRef, db: DbDep, memory: MemoryDep, staff: WorkerDep
 ) -> Any:
-    profile = await anyio.to_thread.run_sync(_profile, services, ref)
+    profile = await anyio.to_thread.run_sync(_profile, db, ref)
     try:
-        rows = await memories.memory_history(services, profile.id, memory_id)
+        rows = await memories.memory_history(memory, profile.id, memory_id)
     except memories.MemoryUnavailable as error:
         raise ConsoleError(status.HTTP_503_SERVICE_UNAVAILABLE, str(error)) from error
     except MemoryNotFoundError as error:

@@ -7,22 +7,23 @@ of changes is over (``app/static/console.js``), so the last change of a burst is
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Annotated
 
 import anyio
-from fastapi import APIRouter, Header, Query, Request
-from fastapi.responses import HTMLResponse, StreamingResponse
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import HTMLResponse
+from fastapi.sse import EventSourceResponse, ServerSentEvent
+from sqlalchemy import Engine
 from sqlmodel import Session
 
-from app.console import auth
 from app.console.inbox import InboxFilter, InboxPage, inbox_page
 from app.console.permissions import Staff
-from app.live.broker import Event
+from app.live.broker import Event, Subscription
 from app.models import ConversationStatus
-from app.services import Services
-from app.web.console.common import event_stream, page, sse_frame
-from app.web.deps import ServicesDep, WorkerDep, console_signer
+from app.web.console.common import console_event, console_stream, page
+from app.web.deps import BrokerDep, DbDep, SignedInCheckDep, WorkerDep
+from app.web.event_streams import LastEventIdHeader
 
 router = APIRouter(prefix="/console", include_in_schema=False)
 
@@ -32,64 +33,58 @@ MineQuery = Annotated[bool, Query()]
 PageQuery = Annotated[int, Query(ge=1, le=MAX_PAGE)]
 
 
-def _load(services: Services, staff: Staff, wanted: InboxFilter) -> InboxPage:
-    with Session(services.db) as session:
+def _load(db: Engine, staff: Staff, wanted: InboxFilter) -> InboxPage:
+    with Session(db) as session:
         return inbox_page(session, staff.id, wanted)
 
 
 @router.get("", response_class=HTMLResponse)
 async def inbox(
     request: Request,
-    services: ServicesDep,
+    db: DbDep,
     staff: WorkerDep,
     status: StatusQuery = None,
     mine: MineQuery = False,
     page_number: Annotated[int, Query(alias="page", ge=1, le=MAX_PAGE)] = 1,
 ) -> HTMLResponse:
-    listing = await anyio.to_thread.run_sync(_load, services, staff, InboxFilter(status, mine, page_number))
+    listing = await anyio.to_thread.run_sync(_load, db, staff, InboxFilter(status, mine, page_number))
     return page(request, "inbox.html", staff=staff, inbox=listing, statuses=list(ConversationStatus))
 
 
 @router.get("/inbox", response_class=HTMLResponse)
 async def inbox_list(
     request: Request,
-    services: ServicesDep,
+    db: DbDep,
     staff: WorkerDep,
     status: StatusQuery = None,
     mine: MineQuery = False,
     page_number: Annotated[int, Query(alias="page", ge=1, le=MAX_PAGE)] = 1,
 ) -> HTMLResponse:
-    listing = await anyio.to_thread.run_sync(_load, services, staff, InboxFilter(status, mine, page_number))
+    listing = await anyio.to_thread.run_sync(_load, db, staff, InboxFilter(status, mine, page_number))
     return page(request, "_inbox_list.html", staff=staff, inbox=listing, statuses=list(ConversationStatus))
 
 
-def signed_in_check(request: Request, services: Services) -> Callable[[], Awaitable[bool]]:
-    """A coroutine function telling whether this request's session is still valid (for long-lived streams)."""
-    token = console_signer(services).session_token(request.cookies.get(auth.SESSION_COOKIE))
-
-    def check() -> bool:
-        if token is None:
-            return False
-        with Session(services.db) as session:
-            return auth.load_session(session, token, services.settings, activity=False) is not None
-
-    async def still() -> bool:
-        return await anyio.to_thread.run_sync(check)
-
-    return still
+async def inbox_subscription(
+    staff: WorkerDep, broker: BrokerDep, last_event_id: LastEventIdHeader = None
+) -> AsyncIterator[Subscription]:
+    """The console channel's subscription, for staff who work conversations (``app.web.event_streams``)."""
+    with broker.subscribe_console(last_event_id) as subscription:
+        yield subscription
 
 
-@router.get("/events", response_class=StreamingResponse)
+InboxSubscriptionDep = Annotated[Subscription, Depends(inbox_subscription)]
+
+
+async def _inbox_event(event: Event) -> ServerSentEvent:
+    return console_event(event, "inbox")
+
+
+@router.get("/events", response_class=EventSourceResponse)
 async def inbox_events(
-    request: Request,
-    services: ServicesDep,
+    subscription: InboxSubscriptionDep,
+    still_signed_in: SignedInCheckDep,
     staff: WorkerDep,
-    last_event_id: Annotated[str | None, Header(max_length=64)] = None,
-) -> StreamingResponse:
+) -> AsyncIterator[ServerSentEvent]:
     """One ``inbox`` event whenever any conversation appears or changes."""
-
-    async def frame(event: Event) -> str:
-        return sse_frame(event, "inbox")
-
-    subscription = services.broker.subscribe_console(last_event_id)
-    return event_stream(request, subscription, frame, signed_in_check(request, services))
+    async for sent in console_stream(subscription, _inbox_event, still_signed_in):
+        yield sent

@@ -15,22 +15,22 @@ from app.console.overview import load_overview, retry_failed
 from app.console.permissions import Permission
 from app.sync.runner import latest_sync_run
 from app.web.console.common import after_action, page
-from app.web.deps import OutboxRetrierDep, ServicesDep, WorkerDep
+from app.web.deps import DbDep, GatewayDep, MemoryDep, OutboxRetrierDep, WorkerDep
 
 router = APIRouter(prefix="/console", include_in_schema=False)
 
 
 @router.get("/overview", response_class=HTMLResponse)
-async def overview(request: Request, services: ServicesDep, staff: WorkerDep) -> Any:
+async def overview(request: Request, db: DbDep, gateway: GatewayDep, staff: WorkerDep) -> Any:
     with_usage = staff.can(Permission.VIEW_USAGE)
 
     def load() -> Any:
-        with Session(services.db) as session:
-            return load_overview(session, services.gateway, with_usage=with_usage)
+        with Session(db) as session:
+            return load_overview(session, gateway, with_usage=with_usage)
 
     figures = await anyio.to_thread.run_sync(load)
-    sync_run = await anyio.to_thread.run_sync(latest_sync_run, services.db)
-    live = services.gateway.ledger.by_purpose() if with_usage else []
+    sync_run = await anyio.to_thread.run_sync(latest_sync_run, db)
+    live = gateway.ledger.by_purpose() if with_usage else []
     return page(
         request,
         "overview.html",
@@ -43,9 +43,9 @@ async def overview(request: Request, services: ServicesDep, staff: WorkerDep) ->
 
 
 @router.post("/outbox/retry")
-async def retry_outbox(request: Request, services: ServicesDep, staff: OutboxRetrierDep) -> Response:
+async def retry_outbox(request: Request, db: DbDep, memory: MemoryDep, staff: OutboxRetrierDep) -> Response:
     def retry() -> int:
-        with Session(services.db) as session:
+        with Session(db) as session:
             count = retry_failed(session)
             record_audit_event(
                 session, actor=staff.actor, action="console.outbox_retry", target_type="outbox", target_id="failed",
@@ -55,6 +55,6 @@ async def retry_outbox(request: Request, services: ServicesDep, staff: OutboxRet
             return count
 
     await anyio.to_thread.run_sync(retry)
-    if services.memory is not None:
-        services.memory.kick()
+    if memory is not None:
+        memory.kick()
     return after_action(request, "/console/overview")

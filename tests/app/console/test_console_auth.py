@@ -234,3 +234,11 @@ def test_the_password_comes_from_a_prompt_typed_twice_or_from_the_environment() 
     assert staff_accounts.read_password(interactive=False, environ=environ) == "from the environment"
     with pytest.raises(staff_accounts.StaffError, match="MEMDESK_STAFF_PASSWORD"):
         staff_accounts.read_password(interactive=False, environ={})
+
+
+def test_the_sign_in_page_gets_its_stylesheet_and_scripts(console: LiveApp) -> None:
+    client = console.client()
+    for name in ("console.css", "console.js", "htmx.min.js", "htmx-ext-sse.min.js"):
+        served = client.get(f"/console/static/{name}")
+        assert served.status_code == 200 and served.content, name
+    assert client.get("/console/static/nothing.js").status_code == 404

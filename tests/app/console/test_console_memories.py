@@ -11,7 +11,8 @@ from sqlmodel import select
 
 from app.customer_memory.ids import memory_customer_id
 from app.models import AgentRole, Conclusion, OutboxStatus
-from memory.conclusions import MemoryItem
+from memory.conclusions import Conclusion as MemoryConclusion
+from memory.conclusions import ConclusionKind, ConclusionSource, MemoryItem
 from tests.support.console_support import audit_actions, console_app, signed_in
 from tests.support.live_app import LiveApp
 from tests.support.scripted_llm import RecordedRequest, ScriptedLLMServer, ScriptedReply
@@ -118,3 +119,40 @@ def test_a_supervisors_edit_is_locked_and_survives_a_later_conflicting_compactio
         assert all(m.id != preference.id for m in _memories(live, customer_key))
         trail = [e.action for e in audit_actions(live, "agent:1")]
         assert trail[-3:] == ["console.memory_edit", "console.memory_add", "console.memory_delete"]
+
+
+def test_a_supervisor_locks_a_compaction_memory_as_it_is_and_the_lock_is_audited(
+    tmp_path: Path, scripted_server: ScriptedLLMServer
+) -> None:
+    options = {"memory_enabled": True, "memory_embedder": "hashing"}
+    for live in console_app(tmp_path, scripted_server, **options):
+        _, customer_ref = live.visitor()
+        customer_key = live.customer(customer_ref).id
+        assert customer_key is not None and live.services.memory is not None
+        text = f"Order {ORDER} arrived with a cracked lid."
+        fact = MemoryConclusion(
+            memory_customer_id(customer_key), ConclusionKind.FACT, text, ConclusionSource.COMPACTION
+        )
+        [memory_id] = live.services.memory.store.remember([fact])
+        supervisor = signed_in(live, AgentRole.SUPERVISOR)
+
+        locked = supervisor.post(f"/console/customers/{customer_ref}/memories/{memory_id}/lock")
+
+        assert locked.status_code == 200 and text in locked.text
+        [kept] = _memories(live, customer_key)
+        assert kept.locked and kept.text == text
+        assert [e.action for e in audit_actions(live, "agent:1")][-1] == "console.memory_lock"
+
+
+def test_with_memory_switched_off_the_panel_says_so_and_a_change_is_refused_as_unavailable(
+    tmp_path: Path, scripted_server: ScriptedLLMServer
+) -> None:
+    for live in console_app(tmp_path, scripted_server):
+        _, customer_ref = live.visitor()
+        supervisor = signed_in(live, AgentRole.SUPERVISOR)
+
+        panel = supervisor.get(f"/console/customers/{customer_ref}/panel")
+        added = supervisor.post(f"/console/customers/{customer_ref}/memories", {"kind": "fact", "text": "Likes tea."})
+
+        assert panel.status_code == 200 and "switched off" in panel.text
+        assert added.status_code == 503 and "switched off" in added.text

@@ -15,6 +15,10 @@ def test_the_document_declares_errors_the_event_stream_and_both_bearer_tokens(li
     assert post["security"] == [{"VisitorToken": []}]
     events = document["paths"]["/api/widget/conversations/{conversation_id}/events"]["get"]
     assert list(events["responses"]["200"]["content"]) == ["text/event-stream"]
+    event = events["responses"]["200"]["content"]["text/event-stream"]["itemSchema"]
+    assert {"message.created", "message.delta", "resync"} <= set(event["properties"]["event"]["enum"])
+    assert all(list(events["responses"][code]["content"]) == ["application/json"] for code in ("401", "404"))
+    assert {"token", "since", "last-event-id"} <= {parameter["name"] for parameter in events["parameters"]}
     erase = document["paths"]["/api/admin/customers/{customer_id}"]["delete"]
     assert erase["security"] == [{"AdminToken": []}] and {"200", "401", "403", "404"} <= set(erase["responses"])
     assert document["paths"]["/api/widget/sessions"]["post"].get("security") in (None, [])
