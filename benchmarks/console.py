@@ -35,14 +35,14 @@ from app.console.transcript import load_transcript
 from app.console.view import load_page
 from app.db import create_db_engine, migrate
 from app.models import (
-    Agent,
-    AgentRole,
     Conversation,
     ConversationStatus,
     Customer,
     Message,
     MessageAuthor,
     MessageRole,
+    StaffMember,
+    StaffRole,
     utc_now,
 )
 from app.models.base import new_public_id
@@ -118,11 +118,11 @@ def run(conversations: int, messages: int, compactions: int, runs: int, director
     _seed_inbox(engine, conversations)
     with Session(engine, expire_on_commit=False) as session:
         long = seed_conversation(session, messages=messages, compactions=compactions)
-        agent = Agent(email="bench@example.com", name="Bench", role=AgentRole.SUPERVISOR, password_hash="-")
-        session.add(agent)
+        member = StaffMember(email="bench@example.com", name="Bench", role=StaffRole.SUPERVISOR, password_hash="-")
+        session.add(member)
         session.commit()
-        assert agent.id is not None
-        staff = Staff(agent.id, agent.name, agent.email, agent.role, 0, new_token())
+        assert member.id is not None
+        staff = Staff(member.id, member.name, member.email, member.role, 0, new_token())
 
     def inbox() -> str:
         with Session(engine) as session:

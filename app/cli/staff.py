@@ -26,7 +26,7 @@ from app.cli.common import (
 )
 from app.console import staff as accounts
 from app.db import create_db_engine, migrate
-from app.models import AgentRole
+from app.models import StaffRole
 
 T = TypeVar("T")
 
@@ -77,7 +77,7 @@ def _password() -> str:
 def add_command(
     email: EmailArgument,
     name: Annotated[str, typer.Option("--name", help="the name customers see when this person replies")],
-    role: Annotated[AgentRole, typer.Option("--role", help="what the member may do")] = AgentRole.AGENT,
+    role: Annotated[StaffRole, typer.Option("--role", help="what the member may do")] = StaffRole.AGENT,
     database_url: DatabaseUrlOption = None,
 ) -> None:
     """Add a staff member.
@@ -85,11 +85,11 @@ def add_command(
     The password is asked for, or read from MEMDESK_STAFF_PASSWORD when there is no terminal.
     """
     password = _password()
-    agent = _run(
+    member = _run(
         database_url,
         lambda session: accounts.add_staff(session, email=email, name=name, role=role, password=password),
     )
-    print(f"Added {agent.name} <{agent.email}> as {agent.role.value}; they can sign in at /console now.")
+    print(f"Added {member.name} <{member.email}> as {member.role.value}; they can sign in at /console now.")
 
 
 @staff_commands.command("list")
@@ -114,15 +114,15 @@ def disable_command(email: EmailArgument, database_url: DatabaseUrlOption = None
 
     Their open sessions end at once.
     """
-    agent = _run(database_url, lambda session: accounts.disable_staff(session, email))
-    print(f"Disabled {agent.email}; their console sessions have ended.")
+    member = _run(database_url, lambda session: accounts.disable_staff(session, email))
+    print(f"Disabled {member.email}; their console sessions have ended.")
 
 
 @staff_commands.command("enable")
 def enable_command(email: EmailArgument, database_url: DatabaseUrlOption = None) -> None:
     """Let a disabled staff member sign in again."""
-    agent = _run(database_url, lambda session: accounts.set_active(session, email, active=True))
-    print(f"Enabled {agent.email}.")
+    member = _run(database_url, lambda session: accounts.set_active(session, email, active=True))
+    print(f"Enabled {member.email}.")
 
 
 @staff_commands.command("set-password")
@@ -132,5 +132,5 @@ def set_password_command(email: EmailArgument, database_url: DatabaseUrlOption =
     The password is asked for, or read from MEMDESK_STAFF_PASSWORD; their open sessions end.
     """
     password = _password()
-    agent = _run(database_url, lambda session: accounts.set_password(session, email, password))
-    print(f"Set a new password for {agent.email}; their console sessions have ended.")
+    member = _run(database_url, lambda session: accounts.set_password(session, email, password))
+    print(f"Set a new password for {member.email}; their console sessions have ended.")

@@ -27,7 +27,7 @@ from app.console.inbox import is_reply
 from app.console.permissions import Staff
 from app.live.broker import EventBroker
 from app.live.messages import store_message
-from app.models import Agent, Conversation, ConversationStatus, Message, MessageAuthor, MessageRole, utc_now
+from app.models import Conversation, ConversationStatus, Message, MessageAuthor, MessageRole, StaffMember, utc_now
 from app.turns.scheduler import TurnScheduler
 
 JOINED_NOTICE = "{name} joined the conversation."
@@ -80,8 +80,8 @@ def _set_status(session: Session, conversation_id: int, allowed: tuple[Conversat
 
 def _holder(session: Session, conversation_id: int) -> tuple[ConversationStatus, str | None]:
     row = session.execute(
-        sa_select(col(Conversation.status), col(Agent.name))
-        .outerjoin(Agent, col(Agent.id) == col(Conversation.assigned_agent_id))
+        sa_select(col(Conversation.status), col(StaffMember.name))
+        .outerjoin(StaffMember, col(StaffMember.id) == col(Conversation.assigned_staff_id))
         .where(col(Conversation.id) == conversation_id)
     ).one()
     return ConversationStatus(row[0]), row[1]
@@ -99,7 +99,7 @@ def _conflict(session: Session, conversation_id: int) -> ActionConflict:
 
 def take_over(session: Session, broker: EventBroker, staff: Staff, conversation: Conversation) -> None:
     assert conversation.id is not None
-    values = {"status": ConversationStatus.HUMAN, "assigned_agent_id": staff.id}
+    values = {"status": ConversationStatus.HUMAN, "assigned_staff_id": staff.id}
     if not _set_status(session, conversation.id, TAKEABLE, **values):
         raise _conflict(session, conversation.id)
     conversation_id, previous_status = conversation.id, conversation.status.value
@@ -111,12 +111,12 @@ def take_over(session: Session, broker: EventBroker, staff: Staff, conversation:
             conversation_id=conversation.id,
             role=MessageRole.ASSISTANT,
             author=MessageAuthor.SYSTEM,
-            agent_id=staff.id,
+            staff_id=staff.id,
             content=JOINED_NOTICE.format(name=staff.name),
         ),
         alongside=lambda _: _audit(session, staff, "take_over", conversation_id, previous_status=previous_status),
     )
-    conversation.status, conversation.assigned_agent_id = ConversationStatus.HUMAN, staff.id
+    conversation.status, conversation.assigned_staff_id = ConversationStatus.HUMAN, staff.id
     broker.publish(conversation.id, "conversation.status", {"status": "human", "agent_name": staff.name})
 
 
@@ -147,7 +147,7 @@ def reply(session: Session, broker: EventBroker, staff: Staff, conversation: Con
             conversation_id=conversation.id,
             role=MessageRole.ASSISTANT,
             author=MessageAuthor.AGENT,
-            agent_id=staff.id,
+            staff_id=staff.id,
             content=clean,
         ),
         agent_name=staff.name,
@@ -167,7 +167,7 @@ def add_note(session: Session, broker: EventBroker, staff: Staff, conversation: 
             conversation_id=conversation.id,
             role=MessageRole.SYSTEM,
             author=MessageAuthor.AGENT,
-            agent_id=staff.id,
+            staff_id=staff.id,
             private=True,
             content=_checked_text(text),
         ),
@@ -234,25 +234,25 @@ def reopen(session: Session, broker: EventBroker, staff: Staff, conversation: Co
     """Reopen a closed conversation with the person who reopened it in charge (the bot stays silent until a hand
     back), assigned to them unless someone else is."""
     assert conversation.id is not None
-    assignee = conversation.assigned_agent_id or staff.id
-    values = {"status": ConversationStatus.HUMAN, "assigned_agent_id": assignee}
+    assignee = conversation.assigned_staff_id or staff.id
+    values = {"status": ConversationStatus.HUMAN, "assigned_staff_id": assignee}
     if not _set_status(session, conversation.id, (ConversationStatus.CLOSED,), **values):
         session.rollback()
         raise ActionConflict("This conversation is not closed.")
     _audit(session, staff, "reopen", conversation.id)
     session.commit()
-    conversation.status, conversation.assigned_agent_id = ConversationStatus.HUMAN, assignee
+    conversation.status, conversation.assigned_staff_id = ConversationStatus.HUMAN, assignee
     broker.publish(conversation.id, "conversation.status", {"status": "human"})
 
 
 def assign(
-    session: Session, broker: EventBroker, staff: Staff, conversation: Conversation, agent_id: int | None
+    session: Session, broker: EventBroker, staff: Staff, conversation: Conversation, assigned_staff_id: int | None
 ) -> str | None:
     """Assign the conversation to an active staff member (None: to nobody); returns their name."""
     assert conversation.id is not None
     name = None
-    if agent_id is not None:
-        assignee = session.get(Agent, agent_id)
+    if assigned_staff_id is not None:
+        assignee = session.get(StaffMember, assigned_staff_id)
         if assignee is None or not assignee.active:
             session.rollback()
             raise ActionError("Choose an active staff member.")
@@ -260,10 +260,10 @@ def assign(
     session.execute(
         update(Conversation)
         .where(col(Conversation.id) == conversation.id)
-        .values(assigned_agent_id=agent_id, updated_at=utc_now())
+        .values(assigned_staff_id=assigned_staff_id, updated_at=utc_now())
     )
-    _audit(session, staff, "assign", conversation.id, assigned_agent_id=agent_id)
+    _audit(session, staff, "assign", conversation.id, assigned_staff_id=assigned_staff_id)
     session.commit()
-    conversation.assigned_agent_id = agent_id
+    conversation.assigned_staff_id = assigned_staff_id
     broker.publish(conversation.id, "conversation.assigned", {"agent_name": name})
     return name

@@ -31,7 +31,7 @@ from sqlalchemy import delete
 from sqlmodel import Session, col, select
 
 from app.console.permissions import Staff
-from app.models import Agent, LoginThrottle, StaffSession, utc_now
+from app.models import LoginThrottle, StaffMember, StaffSession, utc_now
 from app.settings import Settings
 
 SESSION_COOKIE = "memdesk_console"
@@ -89,11 +89,11 @@ def new_token() -> str:
     return secrets.token_urlsafe(TOKEN_BYTES)
 
 
-def start_session(session: Session, agent: Agent) -> str:
-    """A new signed-in session for ``agent``; returns the token for the cookie (committed)."""
-    assert agent.id is not None
+def start_session(session: Session, member: StaffMember) -> str:
+    """A new signed-in session for ``member``; returns the token for the cookie (committed)."""
+    assert member.id is not None
     token = new_token()
-    session.add(StaffSession(token_digest=token_digest(token), agent_id=agent.id, csrf_token=new_token()))
+    session.add(StaffSession(token_digest=token_digest(token), staff_id=member.id, csrf_token=new_token()))
     session.commit()
     return token
 
@@ -116,16 +116,16 @@ def load_session(
     ``activity`` records the request as use of the session."""
     moment = now or utc_now()
     statement = (
-        select(StaffSession, Agent)
-        .join(Agent, col(Agent.id) == col(StaffSession.agent_id))
+        select(StaffSession, StaffMember)
+        .join(StaffMember, col(StaffMember.id) == col(StaffSession.staff_id))
         .where(StaffSession.token_digest == token_digest(token))
     )
     found = session.exec(statement).first()
     if found is None:
         session.commit()
         return None
-    row, agent = found
-    if not agent.active or _expired(row, settings, moment):
+    row, member = found
+    if not member.active or _expired(row, settings, moment):
         session.delete(row)
         session.commit()
         return None
@@ -133,8 +133,8 @@ def load_session(
         row.last_seen_at = moment
         session.add(row)
     session.commit()
-    assert agent.id is not None and row.id is not None
-    return Staff(agent.id, agent.name, agent.email, agent.role, row.id, row.csrf_token)
+    assert member.id is not None and row.id is not None
+    return Staff(member.id, member.name, member.email, member.role, row.id, row.csrf_token)
 
 
 # --- throttling ---------------------------------------------------------------------------------------------------

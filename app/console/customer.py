@@ -17,7 +17,7 @@ from sqlalchemy import Engine
 from sqlmodel import Session, col, func, select
 
 from app.customer_memory.service import MemoryService
-from app.models import Agent, Conversation, Customer
+from app.models import Conversation, Customer, StaffMember
 from app.tools import ToolContext, ToolRegistry
 from app.tools.registry import ErrorCode
 from memory.conclusions import PROMISE_GRACE_DAYS, ConclusionKind, MemoryItem
@@ -171,9 +171,9 @@ def _staff_names(db: Engine, actors: set[str]) -> dict[str, str]:
     if not ids:
         return {}
     with Session(db) as session:
-        rows = session.exec(select(Agent.id, Agent.name).where(col(Agent.id).in_(ids))).all()
+        rows = session.exec(select(StaffMember.id, StaffMember.name).where(col(StaffMember.id).in_(ids))).all()
         session.commit()
-    return {f"{STAFF_ACTOR_PREFIX}{agent_id}": name for agent_id, name in rows}
+    return {f"{STAFF_ACTOR_PREFIX}{staff_id}": name for staff_id, name in rows}
 
 
 def _is_staff_actor(actor: str) -> bool:

@@ -22,7 +22,6 @@ from sqlalchemy import select as sa_select
 from sqlmodel import Session, col
 
 from app.models import (
-    Agent,
     Conversation,
     ConversationRead,
     ConversationStatus,
@@ -30,6 +29,7 @@ from app.models import (
     Message,
     MessageAuthor,
     MessageRole,
+    StaffMember,
 )
 
 PAGE_SIZE = 50
@@ -111,7 +111,7 @@ def _page_ids(staff_id: int, wanted: InboxFilter) -> Any:
     for status in statuses:
         conditions = [_has_messages(), col(Conversation.status) == status]
         if wanted.mine:
-            conditions.append(col(Conversation.assigned_agent_id) == staff_id)
+            conditions.append(col(Conversation.assigned_staff_id) == staff_id)
         branch: Any = (
             sa_select(
                 col(Conversation.id).label("id"),
@@ -153,7 +153,7 @@ def _page_statement(staff_id: int, wanted: InboxFilter) -> Any:
             col(Conversation.updated_at),
             col(Customer.name),
             col(Customer.external_id),
-            col(Agent.name).label("assignee"),
+            col(StaffMember.name).label("assignee"),
             _latest(col(Message.role).in_([MessageRole.USER, MessageRole.ASSISTANT]), col(Message.content) != "").label(
                 "last_id"
             ),
@@ -164,12 +164,12 @@ def _page_statement(staff_id: int, wanted: InboxFilter) -> Any:
         .select_from(page_ids)
         .join(Conversation, col(Conversation.id) == page_ids.c.id)
         .join(Customer, col(Customer.id) == col(Conversation.customer_id))
-        .outerjoin(Agent, col(Agent.id) == col(Conversation.assigned_agent_id))
+        .outerjoin(StaffMember, col(StaffMember.id) == col(Conversation.assigned_staff_id))
         .outerjoin(
             ConversationRead,
             and_(
                 col(ConversationRead.conversation_id) == col(Conversation.id),
-                col(ConversationRead.agent_id) == staff_id,
+                col(ConversationRead.staff_id) == staff_id,
             ),
         )
         .order_by(_PRIORITY, col(Conversation.updated_at).desc(), col(Conversation.id).desc())
@@ -179,7 +179,7 @@ def _page_statement(staff_id: int, wanted: InboxFilter) -> Any:
 def status_counts(session: Session, staff_id: int, *, mine: bool = False) -> dict[ConversationStatus, int]:
     conditions = [_has_messages()]
     if mine:
-        conditions.append(col(Conversation.assigned_agent_id) == staff_id)
+        conditions.append(col(Conversation.assigned_staff_id) == staff_id)
     statement = sa_select(col(Conversation.status), func.count()).where(*conditions).group_by(col(Conversation.status))
     counts = {status: 0 for status in STATUS_ORDER}
     for status, count in session.execute(statement).all():
@@ -240,7 +240,7 @@ def mark_read(session: Session, *, staff_id: int, conversation_id: int, through_
     """Record that this staff member has seen the conversation up to a message (in the caller's transaction)."""
     read = session.get(ConversationRead, (staff_id, conversation_id))
     if read is None:
-        read = ConversationRead(agent_id=staff_id, conversation_id=conversation_id)
+        read = ConversationRead(staff_id=staff_id, conversation_id=conversation_id)
     if read.last_read_message_id >= through_message_id:
         return
     read.last_read_message_id = through_message_id

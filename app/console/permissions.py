@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from app.models import AgentRole
+from app.models import StaffRole
 
 
 class Permission(StrEnum):
@@ -29,10 +29,10 @@ class Permission(StrEnum):
 _AGENT = frozenset({Permission.WORK_CONVERSATIONS})
 _SUPERVISOR = _AGENT | {Permission.EDIT_MEMORIES, Permission.VIEW_USAGE, Permission.RETRY_OUTBOX}
 _ADMIN = _SUPERVISOR | {Permission.MANAGE_STAFF, Permission.EXPORT_ERASE}
-ROLE_PERMISSIONS: dict[AgentRole, frozenset[Permission]] = {
-    AgentRole.AGENT: _AGENT,
-    AgentRole.SUPERVISOR: _SUPERVISOR,
-    AgentRole.ADMIN: _ADMIN,
+ROLE_PERMISSIONS: dict[StaffRole, frozenset[Permission]] = {
+    StaffRole.AGENT: _AGENT,
+    StaffRole.SUPERVISOR: _SUPERVISOR,
+    StaffRole.ADMIN: _ADMIN,
 }
 
 
@@ -43,7 +43,7 @@ class Staff:
     id: int
     name: str
     email: str
-    role: AgentRole
+    role: StaffRole
     session_id: int
     csrf_token: str
 

@@ -23,7 +23,7 @@ from sqlalchemy import delete
 from sqlmodel import Session, col, select
 
 from app.console.audit import record_audit_event
-from app.models import Agent, AgentRole, StaffSession
+from app.models import StaffMember, StaffRole, StaffSession
 
 MIN_PASSWORD_CHARS = 12
 MAX_PASSWORD_CHARS = 1_024  # argon2 hashes any length; this only bounds the work one request can ask for
@@ -73,78 +73,80 @@ def verify_password(password: str, password_hash: str | None) -> tuple[bool, str
     return _hasher.verify_and_update(password, password_hash)
 
 
-def find_staff(session: Session, email: str) -> Agent:
-    found = session.exec(select(Agent).where(Agent.email == normalize_email(email))).first()
+def find_staff(session: Session, email: str) -> StaffMember:
+    found = session.exec(select(StaffMember).where(StaffMember.email == normalize_email(email))).first()
     if found is None:
         raise StaffNotFoundError(f"No staff member with the email {email!r}; `memdesk staff list` shows them all.")
     return found
 
 
-def _audit(session: Session, actor: str, action: str, agent: Agent, **detail: Any) -> None:
-    assert agent.id is not None
+def _audit(session: Session, actor: str, action: str, member: StaffMember, **detail: Any) -> None:
+    assert member.id is not None
     record_audit_event(
-        session, actor=actor, action=f"staff.{action}", target_type="agent", target_id=agent.id, detail=detail
+        session, actor=actor, action=f"staff.{action}", target_type="agent", target_id=member.id, detail=detail
     )
 
 
 def add_staff(
-    session: Session, *, email: str, name: str, role: AgentRole | str, password: str, actor: str = CLI_ACTOR
-) -> Agent:
+    session: Session, *, email: str, name: str, role: StaffRole | str, password: str, actor: str = CLI_ACTOR
+) -> StaffMember:
     """Create a staff member who can sign in to the console at once."""
     normalized = normalize_email(email)
     clean_name = " ".join(name.split())
     if not clean_name or len(clean_name) > MAX_NAME_CHARS:
         raise StaffError(f"Give the staff member a name of 1 to {MAX_NAME_CHARS} characters.")
     try:
-        chosen_role = AgentRole(role)
+        chosen_role = StaffRole(role)
     except ValueError as error:
-        roles = ", ".join(member.value for member in AgentRole)
+        roles = ", ".join(choice.value for choice in StaffRole)
         raise StaffError(f"Unknown role {role!r}; choose one of {roles}.") from error
-    if session.exec(select(Agent.id).where(Agent.email == normalized)).first() is not None:
+    if session.exec(select(StaffMember.id).where(StaffMember.email == normalized)).first() is not None:
         raise StaffError(f"A staff member with the email {normalized} already exists.")
-    agent = Agent(email=normalized, name=clean_name, role=chosen_role, password_hash=hash_password(password))
-    session.add(agent)
+    member = StaffMember(email=normalized, name=clean_name, role=chosen_role, password_hash=hash_password(password))
+    session.add(member)
     session.flush()
-    _audit(session, actor, "added", agent, email=normalized, role=chosen_role.value)
+    _audit(session, actor, "added", member, email=normalized, role=chosen_role.value)
     session.commit()
-    return agent
+    return member
 
 
-def list_staff(session: Session) -> list[Agent]:
-    agents = list(session.exec(select(Agent).order_by(col(Agent.active).desc(), col(Agent.name))).all())
+def list_staff(session: Session) -> list[StaffMember]:
+    members = list(
+        session.exec(select(StaffMember).order_by(col(StaffMember.active).desc(), col(StaffMember.name))).all()
+    )
     session.commit()
-    return agents
+    return members
 
 
-def _end_sessions(session: Session, agent: Agent) -> None:
-    session.execute(delete(StaffSession).where(col(StaffSession.agent_id) == agent.id))
+def _end_sessions(session: Session, member: StaffMember) -> None:
+    session.execute(delete(StaffSession).where(col(StaffSession.staff_id) == member.id))
 
 
-def set_active(session: Session, email: str, *, active: bool, actor: str = CLI_ACTOR) -> Agent:
+def set_active(session: Session, email: str, *, active: bool, actor: str = CLI_ACTOR) -> StaffMember:
     """Disable a staff member (their sessions end at once) or enable them again."""
-    agent = find_staff(session, email)
-    agent.active = active
-    session.add(agent)
+    member = find_staff(session, email)
+    member.active = active
+    session.add(member)
     if not active:
-        _end_sessions(session, agent)
-    _audit(session, actor, "enabled" if active else "disabled", agent)
+        _end_sessions(session, member)
+    _audit(session, actor, "enabled" if active else "disabled", member)
     session.commit()
-    return agent
+    return member
 
 
-def disable_staff(session: Session, email: str, *, actor: str = CLI_ACTOR) -> Agent:
+def disable_staff(session: Session, email: str, *, actor: str = CLI_ACTOR) -> StaffMember:
     return set_active(session, email, active=False, actor=actor)
 
 
-def set_password(session: Session, email: str, password: str, *, actor: str = CLI_ACTOR) -> Agent:
+def set_password(session: Session, email: str, password: str, *, actor: str = CLI_ACTOR) -> StaffMember:
     """Replace a staff member's password; every session they had open ends."""
-    agent = find_staff(session, email)
-    agent.password_hash = hash_password(password)
-    session.add(agent)
-    _end_sessions(session, agent)
-    _audit(session, actor, "password_set", agent)
+    member = find_staff(session, email)
+    member.password_hash = hash_password(password)
+    session.add(member)
+    _end_sessions(session, member)
+    _audit(session, actor, "password_set", member)
     session.commit()
-    return agent
+    return member
 
 
 def read_password(

@@ -24,13 +24,13 @@ from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
 from app.models import (
-    Agent,
     Compaction,
     Conclusion,
     Message,
     MessageAuthor,
     MessageRole,
     OutboxStatus,
+    StaffMember,
 )
 
 # The messages a page of the transcript holds (a few more when tool results follow its first message).
@@ -298,8 +298,8 @@ def _message_rows(session: Session, conversation_id: int, start_id: int, end_bef
         conditions.append(col(Message.id) < end_before)
     return list(
         session.execute(
-            sa_select(*MESSAGE_COLUMNS, col(Agent.name).label("agent_name"))
-            .outerjoin(Agent, col(Agent.id) == col(Message.agent_id))
+            sa_select(*MESSAGE_COLUMNS, col(StaffMember.name).label("agent_name"))
+            .outerjoin(StaffMember, col(StaffMember.id) == col(Message.staff_id))
             .where(*conditions)
             .order_by(col(Message.id))
         ).all()

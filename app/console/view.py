@@ -17,7 +17,7 @@ from app.console.transcript import (
     message_view,
     tool_lines,
 )
-from app.models import Agent, Conversation, ConversationStatus, Customer, Message, MessageRole
+from app.models import Conversation, ConversationStatus, Customer, Message, MessageRole, StaffMember
 
 # How far back a tool result looks for the assistant message that called it.
 CALL_LOOKBACK = 20
@@ -51,9 +51,11 @@ class ConversationPage:
 def load_state(session: Session, conversation: Conversation) -> ConversationState:
     customer = session.get(Customer, conversation.customer_id)
     assert customer is not None
-    staff = session.exec(select(Agent).where(col(Agent.active).is_(True)).order_by(col(Agent.name))).all()
-    options = [StaffOption(agent.id, agent.name) for agent in staff if agent.id is not None]
-    assignee = next((o.name for o in options if o.id == conversation.assigned_agent_id), None)
+    staff = session.exec(
+        select(StaffMember).where(col(StaffMember.active).is_(True)).order_by(col(StaffMember.name))
+    ).all()
+    options = [StaffOption(member.id, member.name) for member in staff if member.id is not None]
+    assignee = next((o.name for o in options if o.id == conversation.assigned_staff_id), None)
     return ConversationState(conversation, customer, assignee, options)
 
 
@@ -84,8 +86,8 @@ class LiveEntry:
 
 def live_entry(session: Session, conversation_id: int, message_id: int) -> LiveEntry | None:
     found = session.exec(
-        select(Message, Agent.name)
-        .outerjoin(Agent, col(Agent.id) == col(Message.agent_id))
+        select(Message, StaffMember.name)
+        .outerjoin(StaffMember, col(StaffMember.id) == col(Message.staff_id))
         .where(col(Message.id) == message_id, col(Message.conversation_id) == conversation_id)
     ).first()
     if found is None:

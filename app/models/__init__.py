@@ -15,12 +15,12 @@ Importing this package registers every table on ``SQLModel.metadata`` (what alem
 from app.models.base import DEFAULT_CURRENCY, NAMING_CONVENTION, utc_now
 from app.models.conclusions import Conclusion, ConclusionKind, ConclusionSource, OutboxStatus
 from app.models.console import (
-    Agent,
-    AgentRole,
     AuditEvent,
     ConversationRead,
     HandoffSummary,
     LoginThrottle,
+    StaffMember,
+    StaffRole,
     StaffSession,
 )
 from app.models.context import Compaction, ContextSegment, SegmentReason, segment_title
@@ -52,8 +52,6 @@ from app.models.sync import SyncRun, SyncRunStatus
 __all__ = [
     "DEFAULT_CURRENCY",
     "NAMING_CONVENTION",
-    "Agent",
-    "AgentRole",
     "AuditEvent",
     "Compaction",
     "Conclusion",
@@ -86,6 +84,8 @@ __all__ = [
     "Shipment",
     "ShipmentStatus",
     "ShippingAddress",
+    "StaffMember",
+    "StaffRole",
     "StaffSession",
     "SyncRun",
     "SyncRunStatus",

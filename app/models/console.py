@@ -1,7 +1,7 @@
 """Console staff (the humans who supervise the bot), their sign-in state, and the audit trail.
 
 An audit event is written for every write action, whoever performed it: a tool acting for a customer (actor
-``"bot"``), a staff member (actor ``"agent:<id>"``), an administrator or a background job. ``detail`` holds the
+``"bot"``), a staff member (actor ``"staff:<id>"``), an administrator or a background job. ``detail`` holds the
 arguments and outcome as JSON so the trail can be read without joining other tables.
 
 Staff sign-in state lives here too:
@@ -25,8 +25,8 @@ from sqlmodel import Field, SQLModel
 
 from app.models.base import enum_type, json_type, utc_now
 
-AGENT_NAME_LENGTH = 200
-AGENT_EMAIL_LENGTH = 320
+STAFF_NAME_LENGTH = 200
+STAFF_EMAIL_LENGTH = 320
 PASSWORD_HASH_LENGTH = 255
 AUDIT_FIELD_LENGTH = 64
 TOKEN_DIGEST_LENGTH = 64  # a SHA-256 hex digest
@@ -35,21 +35,21 @@ THROTTLE_KEY_LENGTH = 400
 MODEL_NAME_LENGTH = 200
 
 
-class AgentRole(StrEnum):
+class StaffRole(StrEnum):
     AGENT = "agent"
     SUPERVISOR = "supervisor"
     ADMIN = "admin"
 
 
-class AgentBase(SQLModel):
-    email: str = Field(max_length=AGENT_EMAIL_LENGTH, unique=True)
-    name: str = Field(max_length=AGENT_NAME_LENGTH)
-    role: AgentRole = Field(default=AgentRole.AGENT, sa_type=enum_type(AgentRole))
+class StaffMemberBase(SQLModel):
+    email: str = Field(max_length=STAFF_EMAIL_LENGTH, unique=True)
+    name: str = Field(max_length=STAFF_NAME_LENGTH)
+    role: StaffRole = Field(default=StaffRole.AGENT, sa_type=enum_type(StaffRole))
     active: bool = True
 
 
-class Agent(AgentBase, table=True):
-    __tablename__ = "agents"
+class StaffMember(StaffMemberBase, table=True):
+    __tablename__ = "staff_members"
 
     id: int | None = Field(default=None, primary_key=True)
     password_hash: str = Field(max_length=PASSWORD_HASH_LENGTH)
@@ -73,7 +73,7 @@ class StaffSession(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     token_digest: str = Field(max_length=TOKEN_DIGEST_LENGTH, unique=True)
-    agent_id: int = Field(foreign_key="agents.id", index=True, ondelete="CASCADE")
+    staff_id: int = Field(foreign_key="staff_members.id", index=True, ondelete="CASCADE")
     csrf_token: str = Field(max_length=CSRF_TOKEN_LENGTH)
     created_at: datetime = Field(default_factory=utc_now)
     last_seen_at: datetime = Field(default_factory=utc_now)
@@ -91,7 +91,7 @@ class LoginThrottle(SQLModel, table=True):
 class ConversationRead(SQLModel, table=True):
     __tablename__ = "conversation_reads"
 
-    agent_id: int = Field(foreign_key="agents.id", primary_key=True, ondelete="CASCADE")
+    staff_id: int = Field(foreign_key="staff_members.id", primary_key=True, ondelete="CASCADE")
     conversation_id: int = Field(foreign_key="conversations.id", primary_key=True, ondelete="CASCADE")
     last_read_message_id: int = 0
     read_at: datetime = Field(default_factory=utc_now)
@@ -110,5 +110,5 @@ class HandoffSummary(SQLModel, table=True):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     cost_usd: float | None = None
-    requested_by: int | None = Field(default=None, foreign_key="agents.id", ondelete="SET NULL")
+    requested_by: int | None = Field(default=None, foreign_key="staff_members.id", ondelete="SET NULL")
     created_at: datetime = Field(default_factory=utc_now)

@@ -2,8 +2,8 @@
 
 A message row is the permanent transcript: compaction overlays a summary on a range of message ids (see
 ``app.models.context``) but never deletes or edits messages. ``role`` is the OpenAI chat role the message is sent to
-the LLM with; ``author`` says who actually wrote it (a customer, the bot, a human agent, the system), and ``private``
-marks an agent's internal note that the customer never sees.
+the LLM with; ``author`` says who actually wrote it (a customer, the bot, a staff member, the system), and
+``private`` marks a staff member's internal note that the customer never sees.
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ class Conversation(ConversationBase, table=True):
     status: ConversationStatus = Field(
         default=ConversationStatus.BOT, sa_type=enum_type(ConversationStatus), index=True
     )
-    assigned_agent_id: int | None = Field(default=None, foreign_key="agents.id", index=True, ondelete="SET NULL")
+    assigned_staff_id: int | None = Field(default=None, foreign_key="staff_members.id", index=True, ondelete="SET NULL")
     # The last message the conclusion sync covered (``app.models.sync``); None before the first sync.
     synced_through_message_id: int | None = None
     created_at: datetime = Field(default_factory=utc_now)
@@ -149,7 +149,7 @@ class Message(MessageBase, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     conversation_id: int = Field(foreign_key="conversations.id", ondelete="CASCADE")
-    agent_id: int | None = Field(default=None, foreign_key="agents.id", ondelete="SET NULL")
+    staff_id: int | None = Field(default=None, foreign_key="staff_members.id", ondelete="SET NULL")
     created_at: datetime = Field(default_factory=utc_now)
     # Usage reported by the LLM API for the request that produced this (assistant) message.
     prompt_tokens: int | None = None

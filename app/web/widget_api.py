@@ -27,13 +27,13 @@ from app.identity import IdentityError, Visitor, verify_shop_identity
 from app.infra.metrics import Metrics
 from app.live.broker import Event, Subscription
 from app.models import (
-    Agent,
     Conversation,
     ConversationPublic,
     ConversationStatus,
     Customer,
     Message,
     MessagePublic,
+    StaffMember,
 )
 from app.ratelimit import VisitorRateLimiter, customer_rate_key
 from app.turns.context import start_first_segment
@@ -198,8 +198,8 @@ def list_messages(
 ) -> list[MessagePublic]:
     conversation = _own_conversation(session, visitor, conversation_id)
     statement = (
-        select(Message, Agent.name)
-        .outerjoin(Agent, col(Agent.id) == col(Message.agent_id))
+        select(Message, StaffMember.name)
+        .outerjoin(StaffMember, col(StaffMember.id) == col(Message.staff_id))
         .where(Message.conversation_id == conversation.id, col(Message.id) > after_id)
         .order_by(col(Message.id))
     )

@@ -19,7 +19,7 @@ from sqlalchemy import update
 from sqlmodel import Session, col, select
 
 from app.console.staff import add_staff
-from app.models import AgentRole, Conversation, ConversationStatus, Message, StaffSession, utc_now
+from app.models import Conversation, ConversationStatus, Message, StaffRole, StaffSession, utc_now
 from tests.e2e.conftest import CHROMIUM_PATH, DESKTOP, PHONE, UI_TIMEOUT_MS, Replies, Visitor, publish_event
 from tests.support.console_data import seed_conversation
 from tests.support.console_support import STAFF_PASSWORD
@@ -73,9 +73,9 @@ class StaffBrowser:
 @pytest.fixture(scope="module")
 def staff(live: LiveApp) -> dict[str, str]:
     members = {
-        "agent": ("sam@example.com", "Sam Rivera", AgentRole.AGENT),
-        "agent2": ("kim@example.com", "Kim Lee", AgentRole.AGENT),
-        "supervisor": ("sue@example.com", "Sue Park", AgentRole.SUPERVISOR),
+        "agent": ("sam@example.com", "Sam Rivera", StaffRole.AGENT),
+        "agent2": ("kim@example.com", "Kim Lee", StaffRole.AGENT),
+        "supervisor": ("sue@example.com", "Sue Park", StaffRole.SUPERVISOR),
     }
     with Session(live.services.db) as session:
         for email, name, role in members.values():

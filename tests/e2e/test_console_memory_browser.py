@@ -22,7 +22,7 @@ from sqlmodel import Session, select
 
 from app.console.staff import add_staff
 from app.customer_memory.ids import memory_customer_id
-from app.models import AgentRole, Conclusion, OutboxStatus
+from app.models import Conclusion, OutboxStatus, StaffRole
 from memory.conclusions import MemoryItem
 from tests.e2e.conftest import CHROMIUM_PATH, DESKTOP, PHONE
 from tests.e2e.test_console_browser import StaffBrowser
@@ -52,8 +52,8 @@ CONFLICTING_SUMMARY = f"""## Customer Goal
 EDITED_DUE = "2026-12-20"
 EDITED = f"Ship the replacement kettle for {ORDER} by {EDITED_DUE}, by express courier."
 EDITED_EXPIRY = "2027-01-31"  # set in the form: later than the promise rule's 2027-01-19
-SUPERVISOR = ("sue@example.com", "Sue Park", AgentRole.SUPERVISOR)
-AGENT = ("sam@example.com", "Sam Rivera", AgentRole.AGENT)
+SUPERVISOR = ("sue@example.com", "Sue Park", StaffRole.SUPERVISOR)
+AGENT = ("sam@example.com", "Sam Rivera", StaffRole.AGENT)
 CHAT_REPLY = "Noted. " + "I have recorded every detail of your request. " * 6
 DELIVERY_TIMEOUT_S = 30.0
 

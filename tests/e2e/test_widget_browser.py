@@ -1,7 +1,7 @@
 """The chat widget in a real browser: headless Chromium on the demo shop, memdesk on real HTTP, the scripted LLM.
 
 Covers streaming, history after a reload, a stream cut mid-reply, the offline outbox, XSS payloads, customer
-isolation, verified identity, the rate limit and the length limit, handoff and human agents, keyboard use and a
+isolation, verified identity, the rate limit and the length limit, handoff and staff members, keyboard use and a
 phone-sized screen. Skipped only when Chromium or Playwright is not installed.
 """
 
@@ -18,7 +18,7 @@ import pytest
 from sqlmodel import col, select
 
 from app.live.messages import message_event
-from app.models import Agent, Conversation, ConversationStatus, Customer, Message, MessageAuthor, MessageRole
+from app.models import Conversation, ConversationStatus, Customer, Message, MessageAuthor, MessageRole, StaffMember
 from tests.e2e.conftest import (
     CHROMIUM_PATH,
     MAX_MESSAGE_CHARS,
@@ -415,13 +415,13 @@ def test_handoff_is_announced_and_a_human_agents_messages_carry_their_name(
 
     # A human agent answers: the message is stored, then published with the agent's name.
     with live.db() as session:
-        agent = Agent(email="sam@example.com", name="Sam Rivera", password_hash="not-used")
-        session.add(agent)
+        member = StaffMember(email="sam@example.com", name="Sam Rivera", password_hash="not-used")
+        session.add(member)
         session.flush()
         reply = Message(conversation_id=conversation_id, role=MessageRole.ASSISTANT, author=MessageAuthor.AGENT,
-                        agent_id=agent.id, content="Hi, Sam here. I'll **check your parcel** now.")  # fmt: skip
+                        staff_id=member.id, content="Hi, Sam here. I'll **check your parcel** now.")  # fmt: skip
         note = Message(conversation_id=conversation_id, role=MessageRole.ASSISTANT, author=MessageAuthor.AGENT,
-                       agent_id=agent.id, private=True, content="Private note: customer seems upset")  # fmt: skip
+                       staff_id=member.id, private=True, content="Private note: customer seems upset")  # fmt: skip
         conversation = session.get(Conversation, conversation_id)
         assert conversation is not None
         conversation.status = ConversationStatus.HUMAN

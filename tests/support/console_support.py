@@ -11,7 +11,7 @@ import httpx
 from sqlmodel import Session, col, select
 
 from app.console.staff import add_staff
-from app.models import AgentRole, AuditEvent
+from app.models import AuditEvent, StaffRole
 from app.settings import Settings
 from tests.support.live_app import LiveApp, run_live_app
 from tests.support.scripted_llm import ScriptedLLMServer
@@ -57,7 +57,7 @@ def csrf_token_in(html: str) -> str:
     return found.group(1)
 
 
-def make_staff(live: LiveApp, email: str, role: AgentRole, name: str | None = None) -> int:
+def make_staff(live: LiveApp, email: str, role: StaffRole, name: str | None = None) -> int:
     with Session(live.services.db) as session:
         agent = add_staff(
             session, email=email, name=name or email.split("@")[0].title(), role=role, password=STAFF_PASSWORD
@@ -66,7 +66,7 @@ def make_staff(live: LiveApp, email: str, role: AgentRole, name: str | None = No
         return agent.id
 
 
-def signed_in(live: LiveApp, role: AgentRole, email: str | None = None, name: str | None = None) -> StaffClient:
+def signed_in(live: LiveApp, role: StaffRole, email: str | None = None, name: str | None = None) -> StaffClient:
     address = email or f"{role.value}@example.com"
     make_staff(live, address, role, name)
     client = StaffClient(live, address)

@@ -21,7 +21,7 @@ from sqlmodel import Session, select
 from app.console import auth
 from app.console.audit import record_audit_event
 from app.console.staff import MAX_PASSWORD_CHARS, StaffError, normalize_email, verify_password
-from app.models import Agent
+from app.models import StaffMember
 from app.settings import Settings
 from app.web.console.common import ConsoleError, page
 from app.web.deps import ConsoleStaffDep, DbDep, SettingsDep, console_signer
@@ -90,7 +90,7 @@ def _audit_attempt(db: Engine, actor: str, action: str, **detail: object) -> Non
 
 def _attempt(
     db: Engine, settings: Settings, email: str, password: str, address: str
-) -> tuple[str, Agent | None, float | None]:
+) -> tuple[str, StaffMember | None, float | None]:
     """One sign-in attempt (blocking: argon2): ("ok" | "locked" | "failed", the member, seconds locked)."""
     keys = auth.ThrottleKeys.of(email, address, settings)
     with Session(db, expire_on_commit=False) as session:
@@ -99,20 +99,20 @@ def _attempt(
             session.commit()
             return "locked", None, wait
         try:
-            agent = session.exec(select(Agent).where(Agent.email == normalize_email(email))).first()
+            member = session.exec(select(StaffMember).where(StaffMember.email == normalize_email(email))).first()
         except StaffError:
-            agent = None
-        matches, new_hash = verify_password(password, agent.password_hash if agent and agent.active else None)
-        if not matches or agent is None:
+            member = None
+        matches, new_hash = verify_password(password, member.password_hash if member and member.active else None)
+        if not matches or member is None:
             locked = auth.record_failure(session, keys, settings)
             session.commit()
             return ("locked" if locked else "failed"), None, settings.console_login_lockout_s if locked else None
         auth.clear_failures(session, keys)
         if new_hash is not None:
-            agent.password_hash = new_hash
-            session.add(agent)
+            member.password_hash = new_hash
+            session.add(member)
         session.commit()
-        return "ok", agent, None
+        return "ok", member, None
 
 
 @router.post("/login", response_model=None)
@@ -132,8 +132,8 @@ async def login(
             lambda: _audit_attempt(db, f"address:{address}"[:64], "console.csrf_rejected", email=email[:320])
         )
         raise ConsoleError(status.HTTP_403_FORBIDDEN, "The sign-in form expired; reload the page and try again.")
-    outcome, agent, wait = await anyio.to_thread.run_sync(_attempt, db, settings, email, password, address)
-    if outcome != "ok" or agent is None:
+    outcome, member, wait = await anyio.to_thread.run_sync(_attempt, db, settings, email, password, address)
+    if outcome != "ok" or member is None:
         action = "console.login_locked" if outcome == "locked" else "console.login_failed"
         await anyio.to_thread.run_sync(lambda: _audit_attempt(db, f"address:{address}"[:64], action, email=email[:320]))
         if outcome == "locked":
@@ -150,16 +150,16 @@ async def login(
         return _login_page(
             request, settings, message=WRONG_CREDENTIALS, status_code=status.HTTP_401_UNAUTHORIZED, next_path=next
         )
-    return await _signed_in(db, settings, agent, _safe_next(next))
+    return await _signed_in(db, settings, member, _safe_next(next))
 
 
-async def _signed_in(db: Engine, settings: Settings, agent: Agent, target: str) -> Response:
+async def _signed_in(db: Engine, settings: Settings, member: StaffMember, target: str) -> Response:
     def start() -> str:
         with Session(db) as session:
-            token = auth.start_session(session, agent)
-            actor = f"agent:{agent.id}"
+            token = auth.start_session(session, member)
+            actor = f"agent:{member.id}"
             record_audit_event(
-                session, actor=actor, action="console.login", target_type="agent", target_id=str(agent.id), detail={}
+                session, actor=actor, action="console.login", target_type="agent", target_id=str(member.id), detail={}
             )
             session.commit()
             return token

@@ -212,10 +212,10 @@ async def assign(
     db: DbDep,
     broker: BrokerDep,
     staff: WorkerDep,
-    agent_id: Annotated[str, Form(max_length=20)] = "",
+    assigned_staff_id: Annotated[str, Form(max_length=20)] = "",
 ) -> Response:
-    chosen = int(agent_id) if agent_id.isdigit() else None
-    if agent_id and chosen is None:
+    chosen = int(assigned_staff_id) if assigned_staff_id.isdigit() else None
+    if assigned_staff_id and chosen is None:
         raise ConsoleError(status.HTTP_422_UNPROCESSABLE_CONTENT, "Choose a staff member from the list.")
     return await _act(request, db, staff, ref, lambda s, c: actions.assign(s, broker, staff, c, chosen))
 

@@ -12,7 +12,7 @@ from sqlmodel import Session
 
 from app.console import staff as staff_accounts
 from app.console.auth import SESSION_COOKIE
-from app.models import Agent, AgentRole
+from app.models import StaffMember, StaffRole
 from tests.support.console_support import (
     STAFF_PASSWORD,
     StaffClient,
@@ -44,7 +44,7 @@ def _cookie_header(response: Any) -> str:
 
 
 def test_signing_in_sets_a_signed_httponly_lax_cookie_and_shows_the_inbox(console: LiveApp) -> None:
-    make_staff(console, "sam@example.com", AgentRole.AGENT, "Sam Rivera")
+    make_staff(console, "sam@example.com", StaffRole.AGENT, "Sam Rivera")
     client = StaffClient(console, "Sam@Example.com")
     assert client.sign_in_response.status_code == 303
     cookie = _cookie_header(client.sign_in_response).lower()
@@ -58,7 +58,7 @@ def test_signing_in_sets_a_signed_httponly_lax_cookie_and_shows_the_inbox(consol
 
 def test_the_session_cookie_is_secure_outside_development(tmp_path: Path, scripted_server: ScriptedLLMServer) -> None:
     for live in run_live_app(app_settings(tmp_path, scripted_server)):  # environment "test", no override
-        make_staff(live, "sam@example.com", AgentRole.AGENT)
+        make_staff(live, "sam@example.com", StaffRole.AGENT)
         client = live.client()
         form = client.get("/console/login")
         assert "secure" in form.headers["set-cookie"].lower()
@@ -78,7 +78,7 @@ def test_a_forged_session_cookie_is_sent_back_to_sign_in(console: LiveApp) -> No
 
 
 def test_a_wrong_password_is_rejected_without_saying_which_part_was_wrong(console: LiveApp) -> None:
-    make_staff(console, "sam@example.com", AgentRole.AGENT)
+    make_staff(console, "sam@example.com", StaffRole.AGENT)
     wrong_password = StaffClient(console, "sam@example.com", "not the password!!")
     unknown_email = StaffClient(console, "nobody@example.com", STAFF_PASSWORD)
     for attempt in (wrong_password, unknown_email):
@@ -89,27 +89,27 @@ def test_a_wrong_password_is_rejected_without_saying_which_part_was_wrong(consol
 
 
 def test_repeated_failures_lock_the_email_even_for_the_right_password(console: LiveApp) -> None:
-    make_staff(console, "sam@example.com", AgentRole.AGENT)
+    make_staff(console, "sam@example.com", StaffRole.AGENT)
     codes = [StaffClient(console, "sam@example.com", f"guess number {n}").sign_in_response for n in range(3)]
     assert [r.status_code for r in codes] == [401, 401, 429]
     locked = StaffClient(console, "sam@example.com")
     assert locked.sign_in_response.status_code == 429
     assert "Too many failed sign-ins" in locked.sign_in_response.text
     assert int(locked.sign_in_response.headers["retry-after"]) > 0
-    make_staff(console, "kim@example.com", AgentRole.AGENT)
+    make_staff(console, "kim@example.com", StaffRole.AGENT)
     assert StaffClient(console, "kim@example.com").sign_in_response.status_code == 303  # other emails still work
     assert "console.login_locked" in [e.action for e in audit_actions(console)]
 
 
 def test_repeated_failures_from_one_address_lock_every_email(console: LiveApp) -> None:
-    make_staff(console, "sam@example.com", AgentRole.AGENT)
+    make_staff(console, "sam@example.com", StaffRole.AGENT)
     for n in range(6):
         StaffClient(console, f"guess{n}@example.com", "wrong password here")
     assert StaffClient(console, "sam@example.com").sign_in_response.status_code == 429
 
 
 def test_sign_in_without_the_form_token_is_403(console: LiveApp) -> None:
-    make_staff(console, "sam@example.com", AgentRole.AGENT)
+    make_staff(console, "sam@example.com", StaffRole.AGENT)
     response = console.client().post(
         "/console/login", data={"email": "sam@example.com", "password": STAFF_PASSWORD, "csrf_token": "x"}
     )
@@ -117,7 +117,7 @@ def test_sign_in_without_the_form_token_is_403(console: LiveApp) -> None:
 
 
 def test_every_state_changing_request_without_a_valid_csrf_token_is_403_and_audited(console: LiveApp) -> None:
-    client = signed_in(console, AgentRole.ADMIN)
+    client = signed_in(console, StaffRole.ADMIN)
     targets = ["/console/logout", "/console/outbox/retry", "/console/staff", "/console/conversations/cnv_x/reply"]
     for path in targets:
         assert client.post(path, {"text": "hi"}, csrf=False).status_code == 403, path
@@ -130,9 +130,9 @@ def test_every_state_changing_request_without_a_valid_csrf_token_is_403_and_audi
 
 
 def test_roles_decide_what_staff_may_do_and_refusals_are_audited(console: LiveApp) -> None:
-    agent = signed_in(console, AgentRole.AGENT)
-    supervisor = signed_in(console, AgentRole.SUPERVISOR)
-    admin = signed_in(console, AgentRole.ADMIN)
+    agent = signed_in(console, StaffRole.AGENT)
+    supervisor = signed_in(console, StaffRole.SUPERVISOR)
+    admin = signed_in(console, StaffRole.ADMIN)
     assert agent.get("/console/staff").status_code == 403
     assert supervisor.get("/console/staff").status_code == 403
     assert admin.get("/console/staff").status_code == 200
@@ -152,7 +152,7 @@ def test_roles_decide_what_staff_may_do_and_refusals_are_audited(console: LiveAp
 
 
 def test_signing_out_ends_the_session_for_good(console: LiveApp) -> None:
-    client = signed_in(console, AgentRole.AGENT)
+    client = signed_in(console, StaffRole.AGENT)
     old_cookie = client.http.cookies[SESSION_COOKIE]
     assert client.post("/console/logout").status_code == 303
     assert client.get("/console").status_code == 303
@@ -163,7 +163,7 @@ def test_signing_out_ends_the_session_for_good(console: LiveApp) -> None:
 
 def test_an_idle_session_sends_the_user_back_to_sign_in(tmp_path: Path, scripted_server: ScriptedLLMServer) -> None:
     for live in console_app(tmp_path, scripted_server, console_session_idle_s=1.0):
-        client = signed_in(live, AgentRole.AGENT)
+        client = signed_in(live, StaffRole.AGENT)
         assert client.get("/console").status_code == 200
         time.sleep(1.5)
         expired = client.get("/console/conversations/cnv_anything")
@@ -175,8 +175,8 @@ def test_an_idle_session_sends_the_user_back_to_sign_in(tmp_path: Path, scripted
 
 
 def test_disabling_a_member_or_changing_their_password_ends_their_sessions(console: LiveApp) -> None:
-    sam = signed_in(console, AgentRole.AGENT, "sam@example.com")
-    kim = signed_in(console, AgentRole.AGENT, "kim@example.com")
+    sam = signed_in(console, StaffRole.AGENT, "sam@example.com")
+    kim = signed_in(console, StaffRole.AGENT, "kim@example.com")
     with Session(console.services.db) as session:
         staff_accounts.disable_staff(session, "sam@example.com")
         staff_accounts.set_password(session, "kim@example.com", "a brand new password")
@@ -187,7 +187,7 @@ def test_disabling_a_member_or_changing_their_password_ends_their_sessions(conso
 
 
 def test_an_admin_manages_staff_from_the_console(console: LiveApp) -> None:
-    admin = signed_in(console, AgentRole.ADMIN)
+    admin = signed_in(console, StaffRole.ADMIN)
     added = admin.post(
         "/console/staff",
         {"email": "new@example.com", "name": "New Person", "role": "supervisor", "password": "long enough password"},
@@ -199,7 +199,7 @@ def test_an_admin_manages_staff_from_the_console(console: LiveApp) -> None:
     assert admin.post("/console/staff/new@example.com/active", {"active": "0"}).status_code == 303
     with Session(console.services.db) as session:
         member = staff_accounts.find_staff(session, "new@example.com")
-        assert member.active is False and member.role == AgentRole.SUPERVISOR
+        assert member.active is False and member.role == StaffRole.SUPERVISOR
     actions = [(e.actor, e.action) for e in audit_actions(console) if e.action.startswith("staff.")]
     assert actions == [("cli", "staff.added"), ("agent:1", "staff.added"), ("agent:1", "staff.disabled")]
 
@@ -220,7 +220,7 @@ def test_staff_accounts_refuse_bad_input_with_clear_messages(console: LiveApp) -
                 staff_accounts.add_staff(session, **{**fields, **change})
         with pytest.raises(staff_accounts.StaffNotFoundError):
             staff_accounts.disable_staff(session, "nobody@example.com")
-        stored = session.get(Agent, 1)
+        stored = session.get(StaffMember, 1)
         assert stored is not None and stored.password_hash.startswith("$argon2")
 
 

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from sqlmodel import Session
 
-from app.models import AgentRole, Conversation, ConversationStatus, Customer, MessageAuthor
+from app.models import Conversation, ConversationStatus, Customer, MessageAuthor, StaffRole
 from tests.support.console_support import StaffClient, audit_actions, console_app, signed_in
 from tests.support.live_app import LiveApp, sse_events
 from tests.support.scripted_llm import ScriptedLLMServer, ScriptedReply, ScriptedToolCall
@@ -62,7 +62,7 @@ def _status(live: LiveApp, conversation: str) -> ConversationStatus:
 def test_the_inbox_lists_conversations_needing_a_person_first_and_updates_live(
     console: LiveApp, scripted_server: ScriptedLLMServer
 ) -> None:
-    agent = signed_in(console, AgentRole.AGENT)
+    agent = signed_in(console, StaffRole.AGENT)
     quiet_widget, _ = console.visitor()
     quiet = console.conversation(quiet_widget)
     quiet_widget.post(f"/api/widget/conversations/{quiet}/messages", json={"content": "just browsing"})
@@ -101,7 +101,7 @@ def test_take_over_and_reply_reach_the_customer_live_with_the_agents_name(
     console: LiveApp, scripted_server: ScriptedLLMServer
 ) -> None:
     widget, conversation = _handed_off(console, scripted_server)
-    sam = signed_in(console, AgentRole.AGENT, name="Sam Rivera")
+    sam = signed_in(console, StaffRole.AGENT, name="Sam Rivera")
     page = sam.get(f"/console/conversations/{conversation}")
     assert page.status_code == 200 and "Wants a refund for a broken kettle." in page.text
     assert sam.post(f"/console/conversations/{conversation}/take-over").status_code == 303
@@ -124,8 +124,8 @@ def test_take_over_and_reply_reach_the_customer_live_with_the_agents_name(
 
 def test_a_double_takeover_cannot_happen(console: LiveApp, scripted_server: ScriptedLLMServer) -> None:
     _, conversation = _handed_off(console, scripted_server)
-    sam = signed_in(console, AgentRole.AGENT, "sam@example.com", "Sam Rivera")
-    kim = signed_in(console, AgentRole.AGENT, "kim@example.com", "Kim Lee")
+    sam = signed_in(console, StaffRole.AGENT, "sam@example.com", "Sam Rivera")
+    kim = signed_in(console, StaffRole.AGENT, "kim@example.com", "Kim Lee")
     results: list[int] = []
 
     def take(client: StaffClient) -> None:
@@ -151,7 +151,7 @@ def test_a_private_note_never_reaches_the_widget_its_events_or_the_llm(
     console: LiveApp, scripted_server: ScriptedLLMServer
 ) -> None:
     widget, conversation = _handed_off(console, scripted_server)
-    sam = signed_in(console, AgentRole.AGENT)
+    sam = signed_in(console, StaffRole.AGENT)
     assert sam.post(f"/console/conversations/{conversation}/note", {"text": NOTE}).status_code == 303
     assert NOTE in sam.get(f"/console/conversations/{conversation}").text
     widget.post(f"/api/widget/conversations/{conversation}/messages", json={"content": "anyone there?"})
@@ -173,7 +173,7 @@ def test_handing_back_makes_the_bot_answer_the_waiting_message(
     console: LiveApp, scripted_server: ScriptedLLMServer
 ) -> None:
     widget, conversation = _handed_off(console, scripted_server)
-    sam = signed_in(console, AgentRole.AGENT)
+    sam = signed_in(console, StaffRole.AGENT)
     sam.post(f"/console/conversations/{conversation}/take-over")
     widget.post(f"/api/widget/conversations/{conversation}/messages", json={"content": "where is order #W1?"})
     scripted_server.enqueue("The bot is back: order #W1 shipped.")
@@ -187,14 +187,14 @@ def test_handing_back_makes_the_bot_answer_the_waiting_message(
 
 def test_close_reopen_and_assign(console: LiveApp, scripted_server: ScriptedLLMServer) -> None:
     _, conversation = _handed_off(console, scripted_server)
-    sam = signed_in(console, AgentRole.AGENT, "sam@example.com", "Sam Rivera")
-    kim_id = signed_in(console, AgentRole.AGENT, "kim@example.com", "Kim Lee")
+    sam = signed_in(console, StaffRole.AGENT, "sam@example.com", "Sam Rivera")
+    kim_id = signed_in(console, StaffRole.AGENT, "kim@example.com", "Kim Lee")
     del kim_id
     base = f"/console/conversations/{conversation}"
-    assert sam.post(f"{base}/assign", {"agent_id": "2"}).status_code == 303
+    assert sam.post(f"{base}/assign", {"assigned_staff_id": "2"}).status_code == 303
     header = sam.http.get(f"{base}/state").text
     assert '<option value="2" selected>Kim Lee</option>' in header
-    assert sam.post(f"{base}/assign", {"agent_id": "99"}).status_code == 400
+    assert sam.post(f"{base}/assign", {"assigned_staff_id": "99"}).status_code == 400
     assert sam.post(f"{base}/close").status_code == 303
     assert _status(console, conversation) == ConversationStatus.CLOSED
     assert sam.post(f"{base}/reply", {"text": "hello?"}).status_code == 409
@@ -224,7 +224,7 @@ def test_customer_text_names_and_bot_replies_stay_inert_in_the_console(
         customer.name = XSS
         session.add(customer)
         session.commit()
-    sam = signed_in(console, AgentRole.SUPERVISOR)
+    sam = signed_in(console, StaffRole.SUPERVISOR)
     pages = [
         sam.get("/console").text,
         sam.get(f"/console/conversations/{conversation}").text,

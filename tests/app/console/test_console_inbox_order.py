@@ -13,14 +13,14 @@ from sqlmodel import Session
 from app.console.inbox import PAGE_SIZE, STATUS_ORDER, InboxFilter, inbox_page
 from app.db import create_db_engine, migrate
 from app.models import (
-    Agent,
-    AgentRole,
     Conversation,
     ConversationStatus,
     Customer,
     Message,
     MessageAuthor,
     MessageRole,
+    StaffMember,
+    StaffRole,
     utc_now,
 )
 
@@ -41,17 +41,17 @@ def _seed(engine: Engine) -> tuple[int, list[Conversation]]:
     """Conversations of every status, activity times that collide, some assigned, some without messages."""
     start = utc_now() - timedelta(days=2)
     with Session(engine, expire_on_commit=False) as session:
-        agent = Agent(email="ann@example.com", name="Ann", role=AgentRole.AGENT, password_hash="-")
+        member = StaffMember(email="ann@example.com", name="Ann", role=StaffRole.AGENT, password_hash="-")
         customer = Customer(name="Many")
-        session.add_all([agent, customer])
+        session.add_all([member, customer])
         session.flush()
-        assert agent.id is not None and customer.id is not None
+        assert member.id is not None and customer.id is not None
         conversations = [
             Conversation(
                 customer_id=customer.id,
                 status=STATUSES[(number * 7) % len(STATUSES)],
                 updated_at=start + timedelta(minutes=(number * 37) % 90),
-                assigned_agent_id=agent.id if number % 3 == 0 else None,
+                assigned_staff_id=member.id if number % 3 == 0 else None,
             )
             for number in range(CONVERSATIONS)
         ]
@@ -64,7 +64,7 @@ def _seed(engine: Engine) -> tuple[int, list[Conversation]]:
         )
         session.commit()
         listed = [c for i, c in enumerate(conversations) if i % 11 != 0]
-        return agent.id, listed
+        return member.id, listed
 
 
 @pytest.mark.parametrize(
@@ -78,13 +78,13 @@ def _seed(engine: Engine) -> tuple[int, list[Conversation]]:
     ids=["open", "mine", "needs-human", "closed-mine"],
 )
 def test_every_page_of_the_inbox_follows_status_rank_then_latest_activity(engine: Engine, wanted: InboxFilter) -> None:
-    agent_id, listed = _seed(engine)
+    staff_id, listed = _seed(engine)
     expected = sorted(
         (
             c
             for c in listed
             if (c.status == wanted.status if wanted.status else c.status != ConversationStatus.CLOSED)
-            and (not wanted.mine or c.assigned_agent_id == agent_id)
+            and (not wanted.mine or c.assigned_staff_id == staff_id)
         ),
         key=lambda c: (STATUS_ORDER.index(c.status), -c.updated_at.timestamp(), -(c.id or 0)),
     )
@@ -92,7 +92,7 @@ def test_every_page_of_the_inbox_follows_status_rank_then_latest_activity(engine
     number = 1
     while True:
         with Session(engine) as session:
-            page = inbox_page(session, agent_id, InboxFilter(wanted.status, wanted.mine, number))
+            page = inbox_page(session, staff_id, InboxFilter(wanted.status, wanted.mine, number))
         shown += [row.public_id for row in page.rows]
         if not page.has_more:
             break

@@ -10,7 +10,7 @@ from typing import Any
 from sqlmodel import select
 
 from app.customer_memory.ids import memory_customer_id
-from app.models import AgentRole, Conclusion, OutboxStatus
+from app.models import Conclusion, OutboxStatus, StaffRole
 from memory.conclusions import Conclusion as MemoryConclusion
 from memory.conclusions import ConclusionKind, ConclusionSource, MemoryItem
 from tests.support.console_support import audit_actions, console_app, signed_in
@@ -79,8 +79,8 @@ def test_a_supervisors_edit_is_locked_and_survives_a_later_conflicting_compactio
         [promise] = [m for m in _memories(live, customer_key) if m.kind == "promise"]
         assert promise.due_date == date(2026, 12, 2) and not promise.locked
 
-        supervisor = signed_in(live, AgentRole.SUPERVISOR, name="Sue Visor")
-        agent = signed_in(live, AgentRole.AGENT)
+        supervisor = signed_in(live, StaffRole.SUPERVISOR, name="Sue Visor")
+        agent = signed_in(live, StaffRole.AGENT)
         base = f"/console/customers/{customer_ref}/memories"
         panel = agent.get(f"/console/customers/{customer_ref}/panel").text
         assert f"Ship the replacement kettle for {ORDER} by 2026-12-02." in panel
@@ -134,7 +134,7 @@ def test_a_supervisor_locks_a_compaction_memory_as_it_is_and_the_lock_is_audited
             memory_customer_id(customer_key), ConclusionKind.FACT, text, ConclusionSource.COMPACTION
         )
         [memory_id] = live.services.memory.store.remember([fact])
-        supervisor = signed_in(live, AgentRole.SUPERVISOR)
+        supervisor = signed_in(live, StaffRole.SUPERVISOR)
 
         locked = supervisor.post(f"/console/customers/{customer_ref}/memories/{memory_id}/lock")
 
@@ -149,7 +149,7 @@ def test_with_memory_switched_off_the_panel_says_so_and_a_change_is_refused_as_u
 ) -> None:
     for live in console_app(tmp_path, scripted_server):
         _, customer_ref = live.visitor()
-        supervisor = signed_in(live, AgentRole.SUPERVISOR)
+        supervisor = signed_in(live, StaffRole.SUPERVISOR)
 
         panel = supervisor.get(f"/console/customers/{customer_ref}/panel")
         added = supervisor.post(f"/console/customers/{customer_ref}/memories", {"kind": "fact", "text": "Likes tea."})

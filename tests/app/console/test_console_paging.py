@@ -13,7 +13,7 @@ from sqlmodel import Session
 
 from app.console.transcript import TRANSCRIPT_PAGE_MESSAGES, TranscriptPage, load_transcript
 from app.db import create_db_engine, migrate
-from app.models import AgentRole, Message, MessageAuthor, MessageRole
+from app.models import Message, MessageAuthor, MessageRole, StaffRole
 from tests.support.console_data import seed_conversation
 from tests.support.console_support import StaffClient, console_app, signed_in
 from tests.support.live_app import LiveApp
@@ -70,7 +70,7 @@ def test_a_long_conversation_pages_back_to_its_first_message_without_losing_or_r
 ) -> None:
     with Session(console.services.db) as session:
         seeded = seed_conversation(session, messages=500, compactions=5)
-    agent = signed_in(console, AgentRole.AGENT)
+    agent = signed_in(console, StaffRole.AGENT)
     pages = _walk(agent, seeded.public_id)
     assert len(pages) >= 5
     shown = [int(found) for page in reversed(pages) for found in ENTRY_ID.findall(page)]
@@ -87,7 +87,7 @@ def test_a_long_conversation_pages_back_to_its_first_message_without_losing_or_r
 def test_the_earlier_link_without_javascript_shows_the_earlier_page_through_the_latest(console: LiveApp) -> None:
     with Session(console.services.db) as session:
         seeded = seed_conversation(session, messages=300, compactions=1)
-    agent = signed_in(console, AgentRole.AGENT)
+    agent = signed_in(console, StaffRole.AGENT)
     latest = agent.get(f"/console/conversations/{seeded.public_id}").text
     found = re.search(r'href="/console/conversations/[^?"]+\?before=(\d+)#m-(\d+)"', latest)
     assert found and found.group(1) == found.group(2)
@@ -101,7 +101,7 @@ def test_the_earlier_link_without_javascript_shows_the_earlier_page_through_the_
 def test_a_private_note_on_an_earlier_page_is_shown_to_staff_and_never_to_the_widget(console: LiveApp) -> None:
     widget, _ = console.visitor()
     conversation = console.conversation(widget)
-    agent = signed_in(console, AgentRole.AGENT)
+    agent = signed_in(console, StaffRole.AGENT)
     assert agent.post(f"/console/conversations/{conversation}/note", {"text": NOTE}).status_code == 303
     key = console.conversation_key(conversation)
     assert key is not None

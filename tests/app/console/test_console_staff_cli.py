@@ -11,7 +11,7 @@ from sqlmodel import Session, col, select
 
 from app.console.staff import verify_password
 from app.db import create_db_engine
-from app.models import Agent, AgentRole, AuditEvent
+from app.models import AuditEvent, StaffMember, StaffRole
 from tests.support.serve_process import REPOSITORY_ROOT
 
 PASSWORD = "a long staff password"
@@ -38,11 +38,11 @@ def _memdesk(data_dir: Path, *arguments: str, password: str | None = None) -> su
     )
 
 
-def _agents(data_dir: Path) -> list[Agent]:
+def _agents(data_dir: Path) -> list[StaffMember]:
     engine = create_db_engine(f"sqlite:///{data_dir / 'memdesk.db'}")
     try:
         with Session(engine) as session:
-            return list(session.exec(select(Agent).order_by(col(Agent.id))).all())
+            return list(session.exec(select(StaffMember).order_by(col(StaffMember.id))).all())
     finally:
         engine.dispose()
 
@@ -55,7 +55,7 @@ def test_staff_commands_add_list_disable_enable_and_set_passwords(tmp_path: Path
     assert added.stdout.strip() == "Added Sam Rivera <sam@example.com> as supervisor; they can sign in at /console now."
     assert PASSWORD not in added.stdout + added.stderr
     [sam] = _agents(tmp_path)
-    assert (sam.email, sam.role, sam.active) == ("sam@example.com", AgentRole.SUPERVISOR, True)
+    assert (sam.email, sam.role, sam.active) == ("sam@example.com", StaffRole.SUPERVISOR, True)
     assert sam.password_hash.startswith("$argon2") and verify_password(PASSWORD, sam.password_hash)[0]
 
     assert _memdesk(tmp_path, "add", "kim@example.com", "--name", "Kim", password=PASSWORD).returncode == 0

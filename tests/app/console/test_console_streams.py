@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.models import AgentRole
+from app.models import StaffRole
 from tests.support.console_support import console_app, signed_in
 from tests.support.live_app import LiveApp
 from tests.support.scripted_llm import ScriptedLLMServer
@@ -38,7 +38,7 @@ def _page_events(response: httpx.Response) -> Iterator[tuple[str, str]]:
 def test_a_conversation_page_sees_the_customers_message_and_a_takeover_as_they_happen(console: LiveApp) -> None:
     widget, _ = console.visitor()
     conversation = console.conversation(widget)
-    sam = signed_in(console, AgentRole.AGENT, name="Sam Rivera")
+    sam = signed_in(console, StaffRole.AGENT, name="Sam Rivera")
     path = f"/console/conversations/{conversation}/events"
     with sam.http.stream("GET", path, timeout=READ_TIMEOUT) as response:
         assert response.status_code == 200

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
-from app.models import AgentRole, Conclusion, OutboxStatus, SyncRun, SyncRunStatus, utc_now
+from app.models import Conclusion, OutboxStatus, StaffRole, SyncRun, SyncRunStatus, utc_now
 from tests.support.console_data import seed_conversation
 from tests.support.console_support import audit_actions, console_app, signed_in
 from tests.support.live_app import LiveApp
@@ -33,7 +33,7 @@ def console(tmp_path: Path, scripted_server: ScriptedLLMServer) -> Iterator[Live
 def test_the_transcript_folds_tool_calls_and_shows_compactions_where_they_happened(console: LiveApp) -> None:
     with Session(console.services.db) as session:
         seeded = seed_conversation(session, messages=24, compactions=2)
-    agent = signed_in(console, AgentRole.AGENT)
+    agent = signed_in(console, StaffRole.AGENT)
     page = agent.get(f"/console/conversations/{seeded.public_id}").text
     assert page.count("looked up order #W2378156: shipped") == 6  # one line per call, its result folded in
     # 6 questions, 6 calls (each holding its line) and 6 answers; a tool result is folded into its call's line.
@@ -57,7 +57,7 @@ def test_a_handoff_summary_is_written_on_demand_by_the_summary_model(
     scripted_server.set_rule(answer)
     with Session(console.services.db) as session:
         seeded = seed_conversation(session, messages=12, compactions=0)
-    agent = signed_in(console, AgentRole.AGENT)
+    agent = signed_in(console, StaffRole.AGENT)
     assert "no summary yet" in agent.get(f"/console/conversations/{seeded.public_id}").text
     written = agent.http.post(
         f"/console/conversations/{seeded.public_id}/handoff-summary",
@@ -86,8 +86,8 @@ def test_the_dashboard_shows_figures_usage_by_purpose_the_outbox_and_the_latest_
             )
         )
         session.commit()
-    agent = signed_in(console, AgentRole.AGENT)
-    supervisor = signed_in(console, AgentRole.SUPERVISOR)
+    agent = signed_in(console, StaffRole.AGENT)
+    supervisor = signed_in(console, StaffRole.SUPERVISOR)
     for_agent = agent.get("/console/overview").text
     assert "Tokens saved by compression" in for_agent and "10,100" in for_agent  # (6000-1200) + (6500-1200)
     assert "7 conversations scanned, 3 summarized, 0 failed; 4 conclusions written" in for_agent

@@ -17,7 +17,7 @@ from starlette.requests import HTTPConnection
 from app.db import get_session
 from app.identity import shop_identity_hmac
 from app.live.messages import message_event
-from app.models import Agent, Conversation, Message, MessageAuthor, MessageRole
+from app.models import Conversation, Message, MessageAuthor, MessageRole, StaffMember
 from app.web.widget_pages import STATIC_DIR
 from tests.support.live_app import IDENTITY_SECRET, LiveApp, run_live_app
 from tests.support.scripted_llm import ScriptedLLMServer
@@ -125,13 +125,13 @@ def test_agent_messages_carry_the_agents_name_and_private_notes_stay_hidden(live
     conversation_id = live_app.conversation(client)
     key = live_app.conversation_key(conversation_id)
     with live_app.db() as session:
-        agent = Agent(email="sam@example.com", name="Sam Rivera", password_hash="not-used")
-        session.add(agent)
+        member = StaffMember(email="sam@example.com", name="Sam Rivera", password_hash="not-used")
+        session.add(member)
         session.flush()
         reply = Message(conversation_id=key, role=MessageRole.ASSISTANT, author=MessageAuthor.AGENT,
-                        agent_id=agent.id, content="Hi, Sam here.")  # fmt: skip
+                        staff_id=member.id, content="Hi, Sam here.")  # fmt: skip
         note = Message(conversation_id=key, role=MessageRole.ASSISTANT, author=MessageAuthor.AGENT,
-                       agent_id=agent.id, private=True, content="Internal: check the refund")  # fmt: skip
+                       staff_id=member.id, private=True, content="Internal: check the refund")  # fmt: skip
         session.add_all([reply, note])
         session.commit()
         conversation = session.get(Conversation, key)
