@@ -117,7 +117,7 @@ def take_over(session: Session, broker: EventBroker, staff: Staff, conversation:
         alongside=lambda _: _audit(session, staff, "take_over", conversation_id, previous_status=previous_status),
     )
     conversation.status, conversation.assigned_staff_id = ConversationStatus.HUMAN, staff.id
-    broker.publish(conversation.id, "conversation.status", {"status": "human", "agent_name": staff.name})
+    broker.publish(conversation.id, "conversation.status", {"status": "human", "staff_name": staff.name})
 
 
 def _checked_text(text: str) -> str:
@@ -146,11 +146,11 @@ def reply(session: Session, broker: EventBroker, staff: Staff, conversation: Con
         Message(
             conversation_id=conversation.id,
             role=MessageRole.ASSISTANT,
-            author=MessageAuthor.AGENT,
+            author=MessageAuthor.STAFF,
             staff_id=staff.id,
             content=clean,
         ),
-        agent_name=staff.name,
+        staff_name=staff.name,
         alongside=lambda message: _audit(session, staff, "reply", conversation_id, message_id=message.id),
     )
 
@@ -166,12 +166,12 @@ def add_note(session: Session, broker: EventBroker, staff: Staff, conversation: 
         Message(
             conversation_id=conversation.id,
             role=MessageRole.SYSTEM,
-            author=MessageAuthor.AGENT,
+            author=MessageAuthor.STAFF,
             staff_id=staff.id,
             private=True,
             content=_checked_text(text),
         ),
-        agent_name=staff.name,
+        staff_name=staff.name,
         alongside=lambda note: _audit(session, staff, "note", conversation_id, message_id=note.id),
     )
 
@@ -265,5 +265,5 @@ def assign(
     _audit(session, staff, "assign", conversation.id, assigned_staff_id=assigned_staff_id)
     session.commit()
     conversation.assigned_staff_id = assigned_staff_id
-    broker.publish(conversation.id, "conversation.assigned", {"agent_name": name})
+    broker.publish(conversation.id, "conversation.assigned", {"staff_name": name})
     return name

@@ -90,7 +90,7 @@ def is_reply() -> Any:
         col(Message.tool_calls).is_(None),
         col(Message.content).is_not(None),
         col(Message.content) != "",
-        col(Message.author).in_([MessageAuthor.BOT, MessageAuthor.AGENT]),
+        col(Message.author).in_([MessageAuthor.BOT, MessageAuthor.STAFF]),
     )
 
 

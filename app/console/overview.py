@@ -102,7 +102,7 @@ def _first_responses(session: Session, since: datetime) -> list[float]:
         sa_select(func.min(Message.id))
         .where(
             col(Message.conversation_id) == col(Conversation.id),
-            col(Message.author) == MessageAuthor.AGENT,
+            col(Message.author) == MessageAuthor.STAFF,
             col(Message.private).is_(False),
         )
         .correlate(Conversation)

@@ -108,7 +108,7 @@ class TranscriptMessage:
     content: str
     private: bool
     created_at: datetime
-    agent_name: str | None
+    staff_name: str | None
     tool_lines: list[ToolLine] = field(default_factory=list)
 
 
@@ -298,7 +298,7 @@ def _message_rows(session: Session, conversation_id: int, start_id: int, end_bef
         conditions.append(col(Message.id) < end_before)
     return list(
         session.execute(
-            sa_select(*MESSAGE_COLUMNS, col(StaffMember.name).label("agent_name"))
+            sa_select(*MESSAGE_COLUMNS, col(StaffMember.name).label("staff_name"))
             .outerjoin(StaffMember, col(StaffMember.id) == col(Message.staff_id))
             .where(*conditions)
             .order_by(col(Message.id))
@@ -363,14 +363,14 @@ def load_transcript(
         while cards and cards[0].last_message_id < row.id:  # a card whose last message is gone goes where it was
             entries.append(TranscriptEntry(compaction=cards.pop(0)))
         if not (row.role == MessageRole.TOOL and row.tool_call_id in folded):
-            entries.append(TranscriptEntry(message=message_view(row, row.agent_name, results)))
+            entries.append(TranscriptEntry(message=message_view(row, row.staff_name, results)))
     entries += [TranscriptEntry(compaction=card) for card in cards]
     newest = rows[-1].id if rows else 0
     return TranscriptPage(entries, rows[0].id if has_earlier and rows else None, newest)
 
 
 def message_view(
-    message: MessageFields, agent_name: str | None, results: Mapping[str, ResultFields]
+    message: MessageFields, staff_name: str | None, results: Mapping[str, ResultFields]
 ) -> TranscriptMessage:
     assert message.id is not None
     return TranscriptMessage(
@@ -380,6 +380,6 @@ def message_view(
         content=message.content or "",
         private=message.private,
         created_at=message.created_at,
-        agent_name=agent_name,
+        staff_name=staff_name,
         tool_lines=tool_lines(message, results),
     )

@@ -92,9 +92,9 @@ def live_entry(session: Session, conversation_id: int, message_id: int) -> LiveE
     ).first()
     if found is None:
         return None
-    message, agent_name = found
+    message, staff_name = found
     if message.role != MessageRole.TOOL or not message.tool_call_id:
-        return LiveEntry(message=message_view(message, agent_name, {}))
+        return LiveEntry(message=message_view(message, staff_name, {}))
     callers = session.exec(
         select(Message)
         .where(
@@ -109,4 +109,4 @@ def live_entry(session: Session, conversation_id: int, message_id: int) -> LiveE
         for line in tool_lines(caller, {message.tool_call_id: message}):
             if line.call_id == message.tool_call_id:
                 return LiveEntry(tool_line=line)
-    return LiveEntry(message=message_view(message, agent_name, {}))
+    return LiveEntry(message=message_view(message, staff_name, {}))

@@ -16,9 +16,9 @@ from app.live.broker import EventBroker
 from app.models import Conversation, Message, MessagePublic
 
 
-def message_event(message: Message, conversation: Conversation, *, agent_name: str | None = None) -> dict[str, Any]:
+def message_event(message: Message, conversation: Conversation, *, staff_name: str | None = None) -> dict[str, Any]:
     """The ``message.created`` event data: the message as ``MessagePublic`` shows it."""
-    public = MessagePublic.of(message, conversation_public_id=conversation.public_id, agent_name=agent_name)
+    public = MessagePublic.of(message, conversation_public_id=conversation.public_id, staff_name=staff_name)
     return public.model_dump(mode="json")
 
 
@@ -28,7 +28,7 @@ def store_message(
     conversation: Conversation,
     message: Message,
     *,
-    agent_name: str | None = None,
+    staff_name: str | None = None,
     alongside: Callable[[Message], object] | None = None,
 ) -> Message:
     """Commit ``message`` with whatever the session already holds, then publish it. ``alongside`` adds rows that
@@ -42,6 +42,6 @@ def store_message(
         alongside(message)
     session.commit()  # the id is assigned on flush; nothing expires, so no new transaction starts here
     broker.publish(
-        message.conversation_id, "message.created", message_event(message, conversation, agent_name=agent_name)
+        message.conversation_id, "message.created", message_event(message, conversation, staff_name=staff_name)
     )
     return message

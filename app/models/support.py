@@ -56,7 +56,7 @@ class MessageRole(StrEnum):
 class MessageAuthor(StrEnum):
     CUSTOMER = "customer"
     BOT = "bot"
-    AGENT = "agent"
+    STAFF = "staff"
     SYSTEM = "system"
 
 
@@ -192,10 +192,10 @@ class MessagePublic(SQLModel):
     private: bool = False
     has_tool_calls: bool = False
     created_at: datetime
-    agent_name: str | None = Field(default=None, description="The human agent's display name on their messages")
+    staff_name: str | None = Field(default=None, description="The staff member's display name on their messages")
 
     @classmethod
-    def of(cls, message: Message, *, conversation_public_id: str, agent_name: str | None = None) -> MessagePublic:
+    def of(cls, message: Message, *, conversation_public_id: str, staff_name: str | None = None) -> MessagePublic:
         assert message.id is not None
         return cls(
             id=message.id,
@@ -206,7 +206,7 @@ class MessagePublic(SQLModel):
             private=message.private,
             has_tool_calls=bool(message.tool_calls),
             created_at=message.created_at,
-            agent_name=agent_name if message.author == MessageAuthor.AGENT else None,
+            staff_name=staff_name if message.author == MessageAuthor.STAFF else None,
         )
 
     @property

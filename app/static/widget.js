@@ -31,7 +31,7 @@
  * an outbox (kept in localStorage) and are sent in order, one at a time; after a failure whose outcome is unknown
  * the server's list is checked first, so a message that did arrive is never sent twice.
  *
- * Safety: customer text is only ever set with textContent. Bot and agent replies go through renderMarkdown, which
+ * Safety: customer text is only ever set with textContent. Bot and staff replies go through renderMarkdown, which
  * builds DOM nodes from a few Markdown constructs and never parses HTML; links must be http(s) or mailto.
  */
 (() => {
@@ -75,7 +75,7 @@
       send: "Send",
       you: "You",
       bot: "Assistant",
-      agent: "Support team",
+      staff: "Support team",
       system: "Notice",
       typing: "The assistant is typing…",
       needsHuman: "A person from our team will join this conversation shortly.",
@@ -107,7 +107,7 @@
       send: "Senden",
       you: "Sie",
       bot: "Assistent",
-      agent: "Support-Team",
+      staff: "Support-Team",
       system: "Hinweis",
       typing: "Der Assistent schreibt…",
       needsHuman: "Eine Person aus unserem Team übernimmt dieses Gespräch in Kürze.",
@@ -648,13 +648,13 @@
   }
 
   function authorKind(message) {
-    return ["customer", "agent", "bot"].includes(message.author) ? message.author : "system";
+    return ["customer", "staff", "bot"].includes(message.author) ? message.author : "system";
   }
 
   function authorLabel(message) {
     const kind = authorKind(message);
-    if (kind === "agent") {
-      return message.agent_name ? `${message.agent_name} · ${t("agent")}` : t("agent");
+    if (kind === "staff") {
+      return message.staff_name ? `${message.staff_name} · ${t("staff")}` : t("staff");
     }
     return { customer: t("you"), bot: t("bot"), system: t("system") }[kind];
   }

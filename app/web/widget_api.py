@@ -205,7 +205,7 @@ def list_messages(
     )
     rows = session.exec(statement).all()
     session.commit()
-    public = [MessagePublic.of(m, conversation_public_id=conversation_id, agent_name=name) for m, name in rows]
+    public = [MessagePublic.of(m, conversation_public_id=conversation_id, staff_name=name) for m, name in rows]
     return [message for message in public if message.customer_visible]
 
 

@@ -154,7 +154,7 @@ def test_an_agent_sees_a_new_conversation_live_takes_over_and_replies_and_the_cu
     reply = customer.widget(".msg").filter(has_text="A refund is on its way.")
     reply.wait_for(state="visible")
     assert "Sam Rivera" in reply.inner_text()
-    sam.page.locator("#transcript .msg--agent", has_text="A refund is on its way.").wait_for()
+    sam.page.locator("#transcript .msg--staff", has_text="A refund is on its way.").wait_for()
 
     sam.page.fill("#composer-text", NOTE)
     sam.page.click("button[data-action=note]")
@@ -232,7 +232,7 @@ def test_two_agents_see_each_others_actions_and_cannot_both_take_over(
     assert kim.page.locator("button[data-action=take-over]").count() == 0
     sam.page.fill("#composer-text", "Sam here, looking into it.")
     sam.page.click("button[data-action=reply]")
-    kim.page.locator("#transcript .msg--agent", has_text="Sam here, looking into it.").wait_for()
+    kim.page.locator("#transcript .msg--staff", has_text="Sam here, looking into it.").wait_for()
 
 
 def test_customer_payloads_stay_inert_in_the_console_and_phone_sizes_work(

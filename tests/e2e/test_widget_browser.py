@@ -399,7 +399,7 @@ def test_too_long_and_rate_limited_messages_show_clear_errors(visit: Visit, live
     assert stored == [f"burst {number}" for number in range(MESSAGES_PER_MINUTE)]
 
 
-def test_handoff_is_announced_and_a_human_agents_messages_carry_their_name(
+def test_handoff_is_announced_and_a_staff_members_messages_carry_their_name(
     visit: Visit, replies: Replies, live: LiveApp
 ) -> None:
     summary = {"summary": "Customer asks for a person about a late parcel.", "reason": "customer asked"}
@@ -413,14 +413,14 @@ def test_handoff_is_announced_and_a_human_agents_messages_carry_their_name(
     visitor.screenshot("09-handoff")
     conversation_id = conversation_of(live, "I want to talk to a person")
 
-    # A human agent answers: the message is stored, then published with the agent's name.
+    # A staff member answers: the message is stored, then published with their name.
     with live.db() as session:
         member = StaffMember(email="sam@example.com", name="Sam Rivera", password_hash="not-used")
         session.add(member)
         session.flush()
-        reply = Message(conversation_id=conversation_id, role=MessageRole.ASSISTANT, author=MessageAuthor.AGENT,
+        reply = Message(conversation_id=conversation_id, role=MessageRole.ASSISTANT, author=MessageAuthor.STAFF,
                         staff_id=member.id, content="Hi, Sam here. I'll **check your parcel** now.")  # fmt: skip
-        note = Message(conversation_id=conversation_id, role=MessageRole.ASSISTANT, author=MessageAuthor.AGENT,
+        note = Message(conversation_id=conversation_id, role=MessageRole.ASSISTANT, author=MessageAuthor.STAFF,
                        staff_id=member.id, private=True, content="Private note: customer seems upset")  # fmt: skip
         conversation = session.get(Conversation, conversation_id)
         assert conversation is not None
@@ -428,22 +428,22 @@ def test_handoff_is_announced_and_a_human_agents_messages_carry_their_name(
         session.add_all([reply, note, conversation])
         session.commit()
         events = [
-            message_event(note, conversation, agent_name="Sam Rivera"),
-            message_event(reply, conversation, agent_name="Sam Rivera"),
+            message_event(note, conversation, staff_name="Sam Rivera"),
+            message_event(reply, conversation, staff_name="Sam Rivera"),
         ]
     for data in events:
         publish_event(live, conversation_id, "message.created", data)
     publish_event(live, conversation_id, "conversation.status", {"status": "human"})
 
-    agent_message = visitor.widget(".log .msg--agent")
-    agent_message.wait_for()
-    assert agent_message.locator(".author").inner_text() == "Sam Rivera · Support team"
-    assert agent_message.locator("strong").inner_text() == "check your parcel"
+    staff_message = visitor.widget(".log .msg--staff")
+    staff_message.wait_for()
+    assert staff_message.locator(".author").inner_text() == "Sam Rivera · Support team"
+    assert staff_message.locator("strong").inner_text() == "check your parcel"
     visitor.widget(".banner").get_by_text("You are chatting with a member of our team").wait_for()
-    visitor.screenshot("10-human-agent")
+    visitor.screenshot("10-staff-member")
     visitor.page.reload()
-    visitor.widget(".log .msg--agent").wait_for()
-    assert visitor.widget(".log .msg--agent .author").inner_text() == "Sam Rivera · Support team"
+    visitor.widget(".log .msg--staff").wait_for()
+    assert visitor.widget(".log .msg--staff .author").inner_text() == "Sam Rivera · Support team"
     assert "Private note" not in " ".join(log_texts(visitor))
     assert visitor.widget(".banner").inner_text() == "You are chatting with a member of our team."
 

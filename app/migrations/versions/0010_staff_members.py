@@ -7,7 +7,8 @@ Create Date: 2026-12-02
 The table ``agents`` becomes ``staff_members``, and every column that points at it is named for it
 (``assigned_staff_id``, ``staff_id``), together with its foreign key and index: their names follow
 ``app.models.base.NAMING_CONVENTION``, which is how later migrations (and SQLite's table rebuilds) find them, and an
-index left under its old name would show up in the next autogenerate comparison. Every row is kept.
+index left under its old name would show up in the next autogenerate comparison. Stored values follow: a staff
+member's message has the author ``staff``. Every row is kept.
 
 Tables and columns are renamed in place on both databases (SQLite rewrites the references in other tables itself).
 PostgreSQL renames constraints and indexes in place as well, and the id sequence; SQLite cannot rename a constraint,
@@ -18,6 +19,7 @@ so the tables that hold one are rebuilt (batch mode), conversations and messages
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0010_staff_members"
@@ -49,12 +51,19 @@ REFERENCES = (
     Reference("handoff_summaries", "requested_by", "requested_by", "SET NULL"),
 )
 
+OLD_AUTHOR = "agent"
+NEW_AUTHOR = "staff"
+
+messages = sa.table("messages", sa.column("author", sa.String))
+
 
 def upgrade() -> None:
     _rename_schema(OLD_TABLE, NEW_TABLE, [(ref, ref.old, ref.new) for ref in REFERENCES])
+    _rewrite_values(OLD_AUTHOR, NEW_AUTHOR)
 
 
 def downgrade() -> None:
+    _rewrite_values(NEW_AUTHOR, OLD_AUTHOR)
     _rename_schema(NEW_TABLE, OLD_TABLE, [(ref, ref.new, ref.old) for ref in REFERENCES])
 
 
@@ -93,3 +102,7 @@ def _rename_schema(source: str, target: str, columns: list[tuple[Reference, str,
 
 def _rename_constraint(table: str, old: str, new: str) -> None:
     op.execute(f"ALTER TABLE {table} RENAME CONSTRAINT {old} TO {new}")
+
+
+def _rewrite_values(old_author: str, new_author: str) -> None:
+    op.execute(messages.update().where(messages.c.author == old_author).values(author=new_author))

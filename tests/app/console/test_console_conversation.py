@@ -112,7 +112,7 @@ def test_take_over_and_reply_reach_the_customer_live_with_the_agents_name(
     widget.post(f"/api/widget/conversations/{conversation}/messages", json={"content": "thanks!"})
     events = replayed_events(console, widget, f"/api/widget/conversations/{conversation}/events")
     created = [e["data"] for e in events if e["event"] == "message.created"]
-    assert [(m["content"], m.get("agent_name")) for m in created[-3:]] == [
+    assert [(m["content"], m.get("staff_name")) for m in created[-3:]] == [
         ("Sam Rivera joined the conversation.", None),
         ("Hi, I'm on it.", "Sam Rivera"),
         ("thanks!", None),
@@ -166,7 +166,7 @@ def test_a_private_note_never_reaches_the_widget_its_events_or_the_llm(
     assert all(NOTE not in json.dumps(event) for event in events)
     assert all(NOTE not in json.dumps(request.messages) for request in scripted_server.chat_requests)
     stored = [m for m in console.transcript(conversation) if m.content == NOTE]
-    assert len(stored) == 1 and stored[0].private and stored[0].author == MessageAuthor.AGENT
+    assert len(stored) == 1 and stored[0].private and stored[0].author == MessageAuthor.STAFF
 
 
 def test_handing_back_makes_the_bot_answer_the_waiting_message(

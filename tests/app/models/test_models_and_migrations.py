@@ -259,7 +259,7 @@ def test_messages_keep_tool_calls_and_private_notes(engine: Engine) -> None:
                     tool_calls=tool_calls, prompt_tokens=120, completion_tokens=8),
             Message(conversation_id=conversation.id, role=MessageRole.TOOL, author=MessageAuthor.SYSTEM,
                     tool_call_id="call_1", content='{"status": "pending"}'),
-            Message(conversation_id=conversation.id, role=MessageRole.ASSISTANT, author=MessageAuthor.AGENT,
+            Message(conversation_id=conversation.id, role=MessageRole.ASSISTANT, author=MessageAuthor.STAFF,
                     content="VIP customer", private=True),
         ])  # fmt: skip
         session.commit()
@@ -359,7 +359,7 @@ def test_staff_member_deletion_keeps_messages_and_unassigns_conversations(engine
         _, conversation = make_conversation(session)
         assert member.id is not None and conversation.id is not None
         conversation.assigned_staff_id = member.id
-        session.add(Message(conversation_id=conversation.id, role=MessageRole.ASSISTANT, author=MessageAuthor.AGENT,
+        session.add(Message(conversation_id=conversation.id, role=MessageRole.ASSISTANT, author=MessageAuthor.STAFF,
                             staff_id=member.id, content="Hi, Sam here."))  # fmt: skip
         session.commit()
         session.delete(member)

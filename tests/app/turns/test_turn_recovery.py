@@ -144,7 +144,7 @@ RECOVERY_CASES: dict[str, tuple[ConversationStatus, list[dict[str, Any]], bool]]
         ConversationStatus.BOT,
         [
             _customer("private-note-only: anyone?"),
-            {"role": MessageRole.ASSISTANT, "author": MessageAuthor.AGENT, "content": "Note", "private": True},
+            {"role": MessageRole.ASSISTANT, "author": MessageAuthor.STAFF, "content": "Note", "private": True},
         ],
         True,
     ),
@@ -152,7 +152,7 @@ RECOVERY_CASES: dict[str, tuple[ConversationStatus, list[dict[str, Any]], bool]]
         ConversationStatus.BOT,
         [
             _customer("agent-replied: anyone?"),
-            {"role": MessageRole.ASSISTANT, "author": MessageAuthor.AGENT, "content": "Sam here, I'm on it."},
+            {"role": MessageRole.ASSISTANT, "author": MessageAuthor.STAFF, "content": "Sam here, I'm on it."},
         ],
         False,
     ),

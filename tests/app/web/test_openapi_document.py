@@ -37,3 +37,10 @@ def test_a_validation_error_has_one_format_whatever_raised_it(live_app: LiveApp)
     for response in shapes:
         assert response.status_code == 422
         assert all({"loc", "msg", "type"} <= set(problem) for problem in response.json()["detail"])
+
+
+def test_a_staff_members_message_is_documented_with_their_name(live_app: LiveApp) -> None:
+    schemas = live_app.client().get("/openapi.json").json()["components"]["schemas"]
+    assert "staff_name" in schemas["MessagePublic"]["properties"]
+    assert "agent_name" not in schemas["MessagePublic"]["properties"]
+    assert schemas["MessageAuthor"]["enum"] == ["customer", "bot", "staff", "system"]

@@ -1,4 +1,4 @@
-"""The widget's files, the demo shop page, agent names on widget messages, and SQLite transactions in widget routes.
+"""The widget's files, the demo shop page, staff names on widget messages, and SQLite transactions in widget routes.
 
 The widget's behaviour in a browser is tested in ``tests/e2e``.
 """
@@ -120,7 +120,7 @@ def test_the_demo_page_escapes_what_it_shows_and_what_it_hands_to_the_widget(
         assert widget_settings(html)["title"] == f"{shop_name} support"
 
 
-def test_agent_messages_carry_the_agents_name_and_private_notes_stay_hidden(live_app: LiveApp) -> None:
+def test_staff_messages_carry_the_staff_members_name_and_private_notes_stay_hidden(live_app: LiveApp) -> None:
     client, _ = live_app.visitor()
     conversation_id = live_app.conversation(client)
     key = live_app.conversation_key(conversation_id)
@@ -128,20 +128,20 @@ def test_agent_messages_carry_the_agents_name_and_private_notes_stay_hidden(live
         member = StaffMember(email="sam@example.com", name="Sam Rivera", password_hash="not-used")
         session.add(member)
         session.flush()
-        reply = Message(conversation_id=key, role=MessageRole.ASSISTANT, author=MessageAuthor.AGENT,
+        reply = Message(conversation_id=key, role=MessageRole.ASSISTANT, author=MessageAuthor.STAFF,
                         staff_id=member.id, content="Hi, Sam here.")  # fmt: skip
-        note = Message(conversation_id=key, role=MessageRole.ASSISTANT, author=MessageAuthor.AGENT,
+        note = Message(conversation_id=key, role=MessageRole.ASSISTANT, author=MessageAuthor.STAFF,
                        staff_id=member.id, private=True, content="Internal: check the refund")  # fmt: skip
         session.add_all([reply, note])
         session.commit()
         conversation = session.get(Conversation, key)
         assert conversation is not None
-        assert message_event(reply, conversation, agent_name="Sam Rivera")["agent_name"] == "Sam Rivera"
-        assert message_event(reply, conversation)["agent_name"] is None
+        assert message_event(reply, conversation, staff_name="Sam Rivera")["staff_name"] == "Sam Rivera"
+        assert message_event(reply, conversation)["staff_name"] is None
 
     messages = client.get(f"/api/widget/conversations/{conversation_id}/messages").json()
-    assert [(m["author"], m["content"], m["agent_name"]) for m in messages] == [
-        ("agent", "Hi, Sam here.", "Sam Rivera")
+    assert [(m["author"], m["content"], m["staff_name"]) for m in messages] == [
+        ("staff", "Hi, Sam here.", "Sam Rivera")
     ]
 
 
