@@ -1,6 +1,6 @@
 """What staff do to a conversation: take over, reply, private note, hand back, close, reopen, assign.
 
-Each action is one short transaction (the change and its audit event, actor ``agent:<id>``), then live events on
+Each action is one short transaction (the change and its audit event, actor ``staff:<id>``), then live events on
 the conversation's channel, which the widget, every console watching it and the inbox receive. Call them on the
 event loop (the broker and the agent's scheduling live there).
 

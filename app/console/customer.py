@@ -16,6 +16,7 @@ import anyio
 from sqlalchemy import Engine
 from sqlmodel import Session, col, func, select
 
+from app.console.permissions import STAFF_ACTOR_PREFIX
 from app.customer_memory.service import MemoryService
 from app.models import Conversation, Customer, StaffMember
 from app.tools import ToolContext, ToolRegistry
@@ -26,7 +27,8 @@ from memory.store import CustomerMemoryError
 ORDERS_TOOL = "list_orders"
 ORDERS_SHOWN = 10
 SOURCE_LABELS = {"compaction": "compaction", "nightly_sync": "sync", "agent": "human"}
-STAFF_ACTOR_PREFIX = "agent:"
+# Memories a staff member edited before staff had their own name keep this prefix in the memory store.
+LEGACY_STAFF_ACTOR_PREFIX = "agent:"
 
 
 @dataclass(frozen=True)
@@ -165,16 +167,21 @@ async def load_memories(memory: MemoryService | None, db: Engine, customer_id: i
 
 
 def _staff_names(db: Engine, actors: set[str]) -> dict[str, str]:
-    """Staff members' names for actors like ``agent:7`` (memories store who edited them as an actor); an actor that
+    """Staff members' names for actors like ``staff:7`` (memories store who edited them as an actor); an actor that
     is not a staff member (``cli``), or one since removed, keeps its raw form."""
-    ids = {int(actor[len(STAFF_ACTOR_PREFIX) :]) for actor in actors if _is_staff_actor(actor)}
+    ids = {actor: staff_id for actor in actors if (staff_id := _staff_id(actor)) is not None}
     if not ids:
         return {}
     with Session(db) as session:
-        rows = session.exec(select(StaffMember.id, StaffMember.name).where(col(StaffMember.id).in_(ids))).all()
+        query = select(StaffMember.id, StaffMember.name).where(col(StaffMember.id).in_(set(ids.values())))
+        names = {staff_id: name for staff_id, name in session.exec(query).all()}
         session.commit()
-    return {f"{STAFF_ACTOR_PREFIX}{staff_id}": name for staff_id, name in rows}
+    return {actor: names[staff_id] for actor, staff_id in ids.items() if staff_id in names}
 
 
-def _is_staff_actor(actor: str) -> bool:
-    return actor.startswith(STAFF_ACTOR_PREFIX) and actor[len(STAFF_ACTOR_PREFIX) :].isdigit()
+def _staff_id(actor: str) -> int | None:
+    for prefix in (STAFF_ACTOR_PREFIX, LEGACY_STAFF_ACTOR_PREFIX):
+        number = actor.removeprefix(prefix)
+        if number != actor and number.isdigit():
+            return int(number)
+    return None

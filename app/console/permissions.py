@@ -26,6 +26,9 @@ class Permission(StrEnum):
     EXPORT_ERASE = "export_erase"
 
 
+# How the audit trail, and a memory's ``edited_by``, name a staff member: ``staff:<id>``.
+STAFF_ACTOR_PREFIX = "staff:"
+
 _AGENT = frozenset({Permission.WORK_CONVERSATIONS})
 _SUPERVISOR = _AGENT | {Permission.EDIT_MEMORIES, Permission.VIEW_USAGE, Permission.RETRY_OUTBOX}
 _ADMIN = _SUPERVISOR | {Permission.MANAGE_STAFF, Permission.EXPORT_ERASE}
@@ -50,7 +53,7 @@ class Staff:
     @property
     def actor(self) -> str:
         """How the audit trail names this member."""
-        return f"agent:{self.id}"
+        return f"{STAFF_ACTOR_PREFIX}{self.id}"
 
     def can(self, permission: Permission) -> bool:
         return permission in ROLE_PERMISSIONS[self.role]

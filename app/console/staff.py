@@ -2,7 +2,7 @@
 
 These functions are what ``memdesk staff add/list/disable/set-password`` and the console's staff page call; each
 takes the caller's session and commits its own change together with its audit event (``actor`` says who acted:
-``cli`` for the command line, ``agent:<id>`` in the console). Passwords are hashed with argon2 (pwdlib's recommended
+``cli`` for the command line, ``staff:<id>`` in the console). Passwords are hashed with argon2 (pwdlib's recommended
 hasher); a password never leaves this module in any other form. Disabling a member or changing their password ends
 every session they have open.
 
@@ -83,7 +83,7 @@ def find_staff(session: Session, email: str) -> StaffMember:
 def _audit(session: Session, actor: str, action: str, member: StaffMember, **detail: Any) -> None:
     assert member.id is not None
     record_audit_event(
-        session, actor=actor, action=f"staff.{action}", target_type="agent", target_id=member.id, detail=detail
+        session, actor=actor, action=f"staff.{action}", target_type="staff", target_id=member.id, detail=detail
     )
 
 

@@ -100,7 +100,7 @@ def test_a_newer_promise_about_the_same_order_supersedes_the_older_one(customer_
 
 def test_a_human_edit_is_locked_and_survives_a_superseding_conclusion(customer_memory: CustomerMemory) -> None:
     (original,) = customer_memory.remember([promise("8", "Refund of $20.00 for #W2222222 by 2026-12-01", "#W2222222")])
-    edited = customer_memory.edit("8", original, "Refund of $25.00 for #W2222222 by 2026-12-01", editor="agent:ana")
+    edited = customer_memory.edit("8", original, "Refund of $25.00 for #W2222222 by 2026-12-01", editor="staff:ana")
     assert edited.locked and edited.text.startswith("Refund of $25.00")
 
     (automatic,) = customer_memory.remember([promise("8", "Refund of $20.00 for #W2222222 by 2026-12-03", "#W2222222")])
@@ -127,7 +127,7 @@ def test_forgetting_a_customer_leaves_nothing_behind(tmp_path: Path) -> None:
     store = CustomerMemory(hashing_options(tmp_path))
     try:
         ids = store.remember([preference("11", "Likes phone calls"), promise("11", "Call back tomorrow at 10", "#W3")])
-        store.edit("11", ids[0], "Likes phone calls in the morning", editor="agent:ann")
+        store.edit("11", ids[0], "Likes phone calls in the morning", editor="staff:ann")
         store.remember([preference("12", "Other customer")])
         exported = store.export_customer("11")
         assert {item.id for item in exported} == set(ids) and all(item.history for item in exported)

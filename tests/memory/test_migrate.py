@@ -36,7 +36,7 @@ def _seed_qdrant(data_dir: Path) -> dict[str, set[tuple[str, str, str]]]:
                 ]
             )  # fmt: skip
         (sms,) = [item.id for item in store.list("1") if item.kind == "preference"]
-        store.edit("1", sms, "Customer 1 prefers SMS after 6 pm", editor="agent:ana")
+        store.edit("1", sms, "Customer 1 prefers SMS after 6 pm", editor="staff:ana")
         store.remember([Conclusion("2", ConclusionKind.PROMISE, f"Refund for #W2000001 by {SOON + timedelta(1)}",
                                    ConclusionSource.COMPACTION, SOON, ("#W2000001",))])  # fmt: skip
         return {customer: _listing(store, customer) for customer in ("1", "2", "3")}

@@ -59,11 +59,11 @@ def csrf_token_in(html: str) -> str:
 
 def make_staff(live: LiveApp, email: str, role: StaffRole, name: str | None = None) -> int:
     with Session(live.services.db) as session:
-        agent = add_staff(
+        member = add_staff(
             session, email=email, name=name or email.split("@")[0].title(), role=role, password=STAFF_PASSWORD
         )
-        assert agent.id is not None
-        return agent.id
+        assert member.id is not None
+        return member.id
 
 
 def signed_in(live: LiveApp, role: StaffRole, email: str | None = None, name: str | None = None) -> StaffClient:

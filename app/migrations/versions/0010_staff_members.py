@@ -8,7 +8,8 @@ The table ``agents`` becomes ``staff_members``, and every column that points at 
 (``assigned_staff_id``, ``staff_id``), together with its foreign key and index: their names follow
 ``app.models.base.NAMING_CONVENTION``, which is how later migrations (and SQLite's table rebuilds) find them, and an
 index left under its old name would show up in the next autogenerate comparison. Stored values follow: a staff
-member's message has the author ``staff``. Every row is kept.
+member's message has the author ``staff``, and audit events name staff members as actor ``staff:<id>`` and target
+type ``staff``. Every row is kept.
 
 Tables and columns are renamed in place on both databases (SQLite rewrites the references in other tables itself).
 PostgreSQL renames constraints and indexes in place as well, and the id sequence; SQLite cannot rename a constraint,
@@ -51,19 +52,21 @@ REFERENCES = (
     Reference("handoff_summaries", "requested_by", "requested_by", "SET NULL"),
 )
 
-OLD_AUTHOR = "agent"
-NEW_AUTHOR = "staff"
+# The word for a staff member in stored values: a message's author, an audit event's actor prefix and target type.
+OLD_WORD = "agent"
+NEW_WORD = "staff"
 
 messages = sa.table("messages", sa.column("author", sa.String))
+audit_events = sa.table("audit_events", sa.column("actor", sa.String), sa.column("target_type", sa.String))
 
 
 def upgrade() -> None:
     _rename_schema(OLD_TABLE, NEW_TABLE, [(ref, ref.old, ref.new) for ref in REFERENCES])
-    _rewrite_values(OLD_AUTHOR, NEW_AUTHOR)
+    _rewrite_values(OLD_WORD, NEW_WORD)
 
 
 def downgrade() -> None:
-    _rewrite_values(NEW_AUTHOR, OLD_AUTHOR)
+    _rewrite_values(NEW_WORD, OLD_WORD)
     _rename_schema(NEW_TABLE, OLD_TABLE, [(ref, ref.new, ref.old) for ref in REFERENCES])
 
 
@@ -104,5 +107,12 @@ def _rename_constraint(table: str, old: str, new: str) -> None:
     op.execute(f"ALTER TABLE {table} RENAME CONSTRAINT {old} TO {new}")
 
 
-def _rewrite_values(old_author: str, new_author: str) -> None:
-    op.execute(messages.update().where(messages.c.author == old_author).values(author=new_author))
+def _rewrite_values(old: str, new: str) -> None:
+    op.execute(messages.update().where(messages.c.author == old).values(author=new))
+    actor_id = sa.func.substr(audit_events.c.actor, len(old) + 2)  # what follows "<old>:"
+    op.execute(
+        audit_events.update()
+        .where(audit_events.c.actor.like(f"{old}:%"))
+        .values(actor=sa.literal(f"{new}:") + actor_id)
+    )
+    op.execute(audit_events.update().where(audit_events.c.target_type == old).values(target_type=new))

@@ -20,6 +20,7 @@ from sqlmodel import Session, select
 
 from app.console import auth
 from app.console.audit import record_audit_event
+from app.console.permissions import STAFF_ACTOR_PREFIX
 from app.console.staff import MAX_PASSWORD_CHARS, StaffError, normalize_email, verify_password
 from app.models import StaffMember
 from app.settings import Settings
@@ -157,9 +158,9 @@ async def _signed_in(db: Engine, settings: Settings, member: StaffMember, target
     def start() -> str:
         with Session(db) as session:
             token = auth.start_session(session, member)
-            actor = f"agent:{member.id}"
+            actor = f"{STAFF_ACTOR_PREFIX}{member.id}"
             record_audit_event(
-                session, actor=actor, action="console.login", target_type="agent", target_id=str(member.id), detail={}
+                session, actor=actor, action="console.login", target_type="staff", target_id=str(member.id), detail={}
             )
             session.commit()
             return token
@@ -188,7 +189,7 @@ async def logout(request: Request, db: DbDep, settings: SettingsDep, staff: Cons
             if token is not None:
                 auth.end_session(session, token)
             record_audit_event(
-                session, actor=staff.actor, action="console.logout", target_type="agent", target_id=staff.id, detail={}
+                session, actor=staff.actor, action="console.logout", target_type="staff", target_id=staff.id, detail={}
             )
             session.commit()
 

@@ -100,7 +100,7 @@ def _populate(data_dir: Path) -> tuple[int, int]:
         (memory_id,) = store.remember(
             [MemoryConclusion(str(customer_id), MemoryKind.PREFERENCE, f"{name} prefers SMS", MemorySource.AGENT)]
         )
-        store.edit(str(customer_id), memory_id, f"{name} prefers SMS after 6 pm", editor="agent:ann")
+        store.edit(str(customer_id), memory_id, f"{name} prefers SMS after 6 pm", editor="staff:ann")
     store.close()
     return ids[0], ids[1]
 

@@ -53,7 +53,7 @@ def test_signing_in_sets_a_signed_httponly_lax_cookie_and_shows_the_inbox(consol
     assert inbox.status_code == 200 and "Sam Rivera" in inbox.text
     assert "default-src 'self'" in inbox.headers["content-security-policy"]
     assert inbox.headers["cache-control"] == "no-store"
-    assert [e.action for e in audit_actions(console, "agent:1")] == ["console.login"]
+    assert [e.action for e in audit_actions(console, "staff:1")] == ["console.login"]
 
 
 def test_the_session_cookie_is_secure_outside_development(tmp_path: Path, scripted_server: ScriptedLLMServer) -> None:
@@ -125,7 +125,7 @@ def test_every_state_changing_request_without_a_valid_csrf_token_is_403_and_audi
     header_only = client.http.post("/console/outbox/retry", headers={"X-CSRF-Token": "forged"})
     assert header_only.status_code == 403
     rejected = [e for e in audit_actions(console) if e.action == "console.csrf_rejected"]
-    assert len(rejected) == 2 * len(targets) + 1 and rejected[0].actor == "agent:1"
+    assert len(rejected) == 2 * len(targets) + 1 and rejected[0].actor == "staff:1"
     assert client.get("/console").status_code == 200  # still signed in: the forged logout did nothing
 
 
@@ -142,13 +142,13 @@ def test_roles_decide_what_staff_may_do_and_refusals_are_audited(console: LiveAp
     assert supervisor.post("/console/customers/cus_x/erase").status_code == 403
     forbidden = [e for e in audit_actions(console) if e.action == "console.forbidden"]
     assert [(e.actor, e.detail["permission"]) for e in forbidden] == [
-        ("agent:1", "manage_staff"),
-        ("agent:2", "manage_staff"),
-        ("agent:1", "retry_outbox"),
-        ("agent:1", "edit_memories"),
-        ("agent:2", "export_erase"),
+        ("staff:1", "manage_staff"),
+        ("staff:2", "manage_staff"),
+        ("staff:1", "retry_outbox"),
+        ("staff:1", "edit_memories"),
+        ("staff:2", "export_erase"),
     ]
-    assert "console.outbox_retry" in [e.action for e in audit_actions(console, "agent:2")]
+    assert "console.outbox_retry" in [e.action for e in audit_actions(console, "staff:2")]
 
 
 def test_signing_out_ends_the_session_for_good(console: LiveApp) -> None:
@@ -158,7 +158,7 @@ def test_signing_out_ends_the_session_for_good(console: LiveApp) -> None:
     assert client.get("/console").status_code == 303
     client.http.cookies.set(SESSION_COOKIE, old_cookie, domain="127.0.0.1", path="/console")
     assert client.get("/console").status_code == 303  # the copied cookie is dead too
-    assert "console.logout" in [e.action for e in audit_actions(console, "agent:1")]
+    assert "console.logout" in [e.action for e in audit_actions(console, "staff:1")]
 
 
 def test_an_idle_session_sends_the_user_back_to_sign_in(tmp_path: Path, scripted_server: ScriptedLLMServer) -> None:
@@ -201,7 +201,7 @@ def test_an_admin_manages_staff_from_the_console(console: LiveApp) -> None:
         member = staff_accounts.find_staff(session, "new@example.com")
         assert member.active is False and member.role == StaffRole.SUPERVISOR
     actions = [(e.actor, e.action) for e in audit_actions(console) if e.action.startswith("staff.")]
-    assert actions == [("cli", "staff.added"), ("agent:1", "staff.added"), ("agent:1", "staff.disabled")]
+    assert actions == [("cli", "staff.added"), ("staff:1", "staff.added"), ("staff:1", "staff.disabled")]
 
 
 def test_staff_accounts_refuse_bad_input_with_clear_messages(console: LiveApp) -> None:

@@ -118,7 +118,7 @@ def test_take_over_and_reply_reach_the_customer_live_with_the_agents_name(
         ("thanks!", None),
     ]
     assert len(scripted_server.chat_requests) == requests_before  # the bot stays silent while a person has it
-    trail = [e.action for e in audit_actions(console, "agent:1")]
+    trail = [e.action for e in audit_actions(console, "staff:1")]
     assert trail[-2:] == ["console.take_over", "console.reply"]
 
 
@@ -203,7 +203,7 @@ def test_close_reopen_and_assign(console: LiveApp, scripted_server: ScriptedLLMS
     assert _status(console, conversation) == ConversationStatus.HUMAN
     assert sam.post(f"{base}/reply", {"text": "   "}).status_code == 400
     assert sam.post("/console/conversations/cnv_doesNotExist/close").status_code == 404
-    actions = [e.action for e in audit_actions(console, "agent:1")]
+    actions = [e.action for e in audit_actions(console, "staff:1")]
     assert actions[-3:] == ["console.assign", "console.close", "console.reopen"]
 
 

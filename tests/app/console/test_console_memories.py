@@ -1,5 +1,5 @@
-"""The customer panel's memories: supervisors edit and add (locked, dates re-derived), agents only read, and a
-later compaction with a conflicting decision does not overwrite a person's edit."""
+"""The customer panel's memories: supervisors edit and add (locked, dates re-derived), agents only read, a later
+compaction with a conflicting decision does not overwrite a person's edit, and each edit names its staff member."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from app.customer_memory.ids import memory_customer_id
 from app.models import Conclusion, OutboxStatus, StaffRole
 from memory.conclusions import Conclusion as MemoryConclusion
 from memory.conclusions import ConclusionKind, ConclusionSource, MemoryItem
-from tests.support.console_support import audit_actions, console_app, signed_in
+from tests.support.console_support import audit_actions, console_app, make_staff, signed_in
 from tests.support.live_app import LiveApp
 from tests.support.scripted_llm import RecordedRequest, ScriptedLLMServer, ScriptedReply
 from tests.support.settings import SUMMARY_MODEL
@@ -117,7 +117,7 @@ def test_a_supervisors_edit_is_locked_and_survives_a_later_conflicting_compactio
         assert bad_date.status_code == 422
         assert supervisor.post(f"{base}/{preference.id}/delete").status_code == 200
         assert all(m.id != preference.id for m in _memories(live, customer_key))
-        trail = [e.action for e in audit_actions(live, "agent:1")]
+        trail = [e.action for e in audit_actions(live, "staff:1")]
         assert trail[-3:] == ["console.memory_edit", "console.memory_add", "console.memory_delete"]
 
 
@@ -141,7 +141,7 @@ def test_a_supervisor_locks_a_compaction_memory_as_it_is_and_the_lock_is_audited
         assert locked.status_code == 200 and text in locked.text
         [kept] = _memories(live, customer_key)
         assert kept.locked and kept.text == text
-        assert [e.action for e in audit_actions(live, "agent:1")][-1] == "console.memory_lock"
+        assert [e.action for e in audit_actions(live, "staff:1")][-1] == "console.memory_lock"
 
 
 def test_with_memory_switched_off_the_panel_says_so_and_a_change_is_refused_as_unavailable(
@@ -156,3 +156,28 @@ def test_with_memory_switched_off_the_panel_says_so_and_a_change_is_refused_as_u
 
         assert panel.status_code == 200 and "switched off" in panel.text
         assert added.status_code == 503 and "switched off" in added.text
+
+
+def test_the_panel_names_the_staff_member_who_edited_a_memory_in_either_actor_form(
+    tmp_path: Path, scripted_server: ScriptedLLMServer
+) -> None:
+    for live in console_app(tmp_path, scripted_server, memory_enabled=True, memory_embedder="hashing"):
+        _, customer_ref = live.visitor()
+        customer_key = live.customer(customer_ref).id
+        assert customer_key is not None and live.services.memory is not None
+        editor = make_staff(live, "ann@example.com", StaffRole.AGENT, "Ann Editor")
+        supervisor = signed_in(live, StaffRole.SUPERVISOR, name="Sue Visor")
+        # Memories edited before staff members had their own name say "agent:<id>" in the memory store.
+        edits = {
+            f"staff:{editor}": "Prefers a phone call.",
+            f"agent:{editor}": "Lives on the third floor.",
+            "cli": "Speaks German.",
+        }
+        for actor, text in edits.items():
+            conclusion = MemoryConclusion(
+                memory_customer_id(customer_key), ConclusionKind.FACT, text, ConclusionSource.AGENT
+            )
+            live.services.memory.store.add_locked(conclusion, editor=actor)
+        panel = supervisor.get(f"/console/customers/{customer_ref}/panel").text
+        assert all(text in panel for text in edits.values())
+        assert panel.count("edited by Ann Editor") == 2 and panel.count("edited by cli") == 1

@@ -69,7 +69,7 @@ def test_a_handoff_summary_is_written_on_demand_by_the_summary_model(
     assert "Replacement lid for #W2378156 (due 2026-12-09)" in written.text and "{due:" not in written.text
     assert f"written on request by {SUMMARY_MODEL}" in written.text
     assert [request.model for request in scripted_server.chat_requests] == [SUMMARY_MODEL]
-    assert "console.handoff_summary" in [e.action for e in audit_actions(console, "agent:1")]
+    assert "console.handoff_summary" in [e.action for e in audit_actions(console, "staff:1")]
 
 
 def test_the_dashboard_shows_figures_usage_by_purpose_the_outbox_and_the_latest_sync(console: LiveApp) -> None:

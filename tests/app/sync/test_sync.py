@@ -161,7 +161,7 @@ def test_a_human_locked_memory_survives_a_conflicting_synced_decision(
         store.remember([MemoryConclusion(key, ConclusionKind.PROMISE, agreed, ConclusionSource.AGENT,
                                          identifiers=("#W1112223", "$20.00"))])  # fmt: skip
         human = store.list(key)[0]
-        store.edit(key, human.id, "Refund of $20.00 for order #W1112223.", editor="agent:1")
+        store.edit(key, human.id, "Refund of $20.00 for order #W1112223.", editor="staff:1")
         _runner(live).run(OPTIONS)
         memories = {item.id: item for item in store.list(key)}
         assert memories[human.id].active and memories[human.id].locked
