@@ -1,4 +1,4 @@
-"""The agent-supervisor console: what staff see and do at ``/console``, as services that tests call without HTTP.
+"""The staff console: what staff see and do at ``/console``, as services that tests call without HTTP.
 
 - ``staff``: staff accounts (argon2 passwords through pwdlib); the functions behind ``memdesk staff …``.
 - ``auth``: signed session cookies backed by ``staff_sessions`` rows, idle timeout, sign-in throttling, CSRF tokens.

@@ -1,6 +1,6 @@
 """HTML for the console: the Jinja2 environment of ``templates/console`` and sanitised Markdown.
 
-Everything is autoescaped: customer text, names and model output reach the page as text. Bot and agent messages
+Everything is autoescaped: customer text, names and model output reach the page as text. Bot and staff messages
 are Markdown: rendered by markdown-it with raw HTML off (HTML in a message shows as text) and then passed through
 nh3 (the ammonia sanitizer) with a short list of allowed tags, so even a renderer bug cannot produce a script,
 an event handler or a ``javascript:`` link. Links open in a new tab without access to the console page.

@@ -1,8 +1,8 @@
-"""Handing the conversation over to a human agent.
+"""Handing the conversation over to a staff member.
 
 ``transfer_to_human`` sets the conversation to ``needs_human`` (the bot stops replying: the result has
 ``handed_off=True``), and records an audit event that carries the model's summary
-for the agent who picks it up. It needs no confirmation: asking for a person must always work.
+for the staff member who picks it up. It needs no confirmation: asking for a person must always work.
 """
 
 from __future__ import annotations

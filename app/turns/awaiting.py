@@ -2,7 +2,7 @@
 
 A conversation waits for a reply when its latest customer message has no reply after it and no human has it (status
 in ``SILENT_STATUSES``). A reply is an assistant message the customer sees with text and no tool calls: the bot's
-answer, a human agent's message, or the fallback apology of a failed turn. An assistant message that only calls
+answer, a staff member's message, or the fallback apology of a failed turn. An assistant message that only calls
 tools belongs to an unfinished turn, so a turn killed between its tool calls and its answer still awaits a reply.
 """
 
@@ -17,7 +17,7 @@ from sqlmodel import Session, col, select
 
 from app.models import Conversation, ConversationStatus, Message, MessageAuthor, MessageRole
 
-# Statuses in which the bot stays silent: a human agent has the conversation, or it is closed.
+# Statuses in which the bot stays silent: a staff member has the conversation, or it is closed.
 SILENT_STATUSES: frozenset[ConversationStatus] = frozenset({ConversationStatus.HUMAN, ConversationStatus.CLOSED})
 
 

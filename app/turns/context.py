@@ -3,7 +3,7 @@
 The transcript (``messages``) is never edited. Compactions nest: each one covers the range of the one before it
 plus the turns since, so the latest ``Compaction`` alone describes the context, which is the system prompt, the
 messages before its range (the first exchange, until a second compaction takes it in), its notes, and the
-messages after its range. Private agent notes never enter the context, nor do replies that were cut off (at the
+messages after its range. Private staff notes never enter the context, nor do replies that were cut off (at the
 reply cap or by the repetition guard, see ``app.llm.repetition``; marked by a ``CUT_REPLY_ACTION`` audit event): a
 looping reply fed back to the model teaches it to loop again. The transcript keeps them.
 

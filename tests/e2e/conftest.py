@@ -179,7 +179,7 @@ class FlakyProxy:
 
 
 def publish_event(live: LiveApp, conversation_id: int, type: str, data: dict[str, Any]) -> None:
-    """Publish a live event on the server's event loop, as a human agent's message is published."""
+    """Publish a live event on the server's event loop, as a staff member's message is published."""
     loop: asyncio.AbstractEventLoop = live.app.state.test_loop
     future = asyncio.run_coroutine_threadsafe(_publish(live, conversation_id, type, data), loop)
     future.result(timeout=5)

@@ -124,7 +124,7 @@ def _row(member: StaffBrowser, public_id: str) -> Any:
     return member.page.locator(f'#inbox-list .row[data-conversation="{public_id}"]')
 
 
-def test_an_agent_sees_a_new_conversation_live_takes_over_and_replies_and_the_customer_sees_it(
+def test_a_staff_member_sees_a_new_conversation_live_takes_over_and_replies_and_the_customer_sees_it(
     visit: Visit, console: Callable[..., StaffBrowser], staff: dict[str, str], replies: Replies, live: LiveApp
 ) -> None:
     sam = console()
@@ -215,7 +215,7 @@ def test_a_change_right_after_another_still_reaches_the_inbox(
     assert not sam.errors
 
 
-def test_two_agents_see_each_others_actions_and_cannot_both_take_over(
+def test_two_staff_members_see_each_others_actions_and_cannot_both_take_over(
     visit: Visit, console: Callable[..., StaffBrowser], staff: dict[str, str], replies: Replies, live: LiveApp
 ) -> None:
     customer = visit()

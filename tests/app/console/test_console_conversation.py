@@ -97,7 +97,7 @@ def test_the_inbox_lists_conversations_needing_a_person_first_and_updates_live(
     assert "No conversations here." in agent.get("/console/inbox?mine=true").text
 
 
-def test_take_over_and_reply_reach_the_customer_live_with_the_agents_name(
+def test_take_over_and_reply_reach_the_customer_live_with_the_staff_members_name(
     console: LiveApp, scripted_server: ScriptedLLMServer
 ) -> None:
     widget, conversation = _handed_off(console, scripted_server)

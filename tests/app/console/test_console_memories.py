@@ -1,5 +1,5 @@
-"""The customer panel's memories: supervisors edit and add (locked, dates re-derived), agents only read, a later
-compaction with a conflicting decision does not overwrite a person's edit, and each edit names its staff member."""
+"""The customer panel's memories: supervisors edit and add (locked, dates re-derived), the agent role only reads, a
+later compaction with a conflicting decision does not overwrite a person's edit, and each edit names its editor."""
 
 from __future__ import annotations
 
