@@ -30,7 +30,7 @@ router = APIRouter(prefix="/console", include_in_schema=False)
 MAX_PAGE = 10_000
 StatusQuery = Annotated[ConversationStatus | None, Query()]
 MineQuery = Annotated[bool, Query()]
-PageQuery = Annotated[int, Query(ge=1, le=MAX_PAGE)]
+PageQuery = Annotated[int, Query(alias="page", ge=1, le=MAX_PAGE)]
 
 
 def _load(db: Engine, staff: Staff, wanted: InboxFilter) -> InboxPage:
@@ -38,29 +38,23 @@ def _load(db: Engine, staff: Staff, wanted: InboxFilter) -> InboxPage:
         return inbox_page(session, staff.id, wanted)
 
 
+async def inbox_listing(
+    db: DbDep, staff: WorkerDep, status: StatusQuery = None, mine: MineQuery = False, page_number: PageQuery = 1
+) -> InboxPage:
+    """The inbox page the query asks for: the same for the whole page and for the list fragment it reloads."""
+    return await anyio.to_thread.run_sync(_load, db, staff, InboxFilter(status, mine, page_number))
+
+
+InboxListingDep = Annotated[InboxPage, Depends(inbox_listing)]
+
+
 @router.get("", response_class=HTMLResponse)
-async def inbox(
-    request: Request,
-    db: DbDep,
-    staff: WorkerDep,
-    status: StatusQuery = None,
-    mine: MineQuery = False,
-    page_number: Annotated[int, Query(alias="page", ge=1, le=MAX_PAGE)] = 1,
-) -> HTMLResponse:
-    listing = await anyio.to_thread.run_sync(_load, db, staff, InboxFilter(status, mine, page_number))
+async def inbox(request: Request, staff: WorkerDep, listing: InboxListingDep) -> HTMLResponse:
     return page(request, "inbox.html", staff=staff, inbox=listing, statuses=list(ConversationStatus))
 
 
 @router.get("/inbox", response_class=HTMLResponse)
-async def inbox_list(
-    request: Request,
-    db: DbDep,
-    staff: WorkerDep,
-    status: StatusQuery = None,
-    mine: MineQuery = False,
-    page_number: Annotated[int, Query(alias="page", ge=1, le=MAX_PAGE)] = 1,
-) -> HTMLResponse:
-    listing = await anyio.to_thread.run_sync(_load, db, staff, InboxFilter(status, mine, page_number))
+async def inbox_list(request: Request, staff: WorkerDep, listing: InboxListingDep) -> HTMLResponse:
     return page(request, "_inbox_list.html", staff=staff, inbox=listing, statuses=list(ConversationStatus))
 
 
