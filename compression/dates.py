@@ -2,12 +2,12 @@
 
 Summaries are read days later, so a promise must say *when* in absolute terms. ``absolutize_dates`` keeps the words
 and adds the ISO date after them ("Refund by tomorrow (2026-12-02)"); a phrase already followed by a date is left
-alone, so rewriting its own output changes nothing. The reference is a calendar date, not a moment: the caller takes
-the time of the message that used the words (the turn that made a promise, else the latest summarized message) and
-turns it into the shop's calendar date with ``local_date``, so "tomorrow" said at 00:30 in Paris is the Paris
-tomorrow even though it was still the day before in UTC.
+alone, so rewriting its own output changes nothing. The reference is a calendar date, not a moment: the
+``DecisionLedger`` takes the time of the turn that used the words (the turn a promise came from, else the latest
+support turn holding its date words, else the latest summarized message) and turns it into the shop's calendar date
+with ``local_date``, so "tomorrow" said at 00:30 in Paris is the Paris tomorrow, though it was the day before in UTC.
 
-How each form resolves, on or after the reference date ``today``:
+How each form resolves against the reference date ``today``:
 
 - today, tonight, tomorrow, yesterday, the day after tomorrow; next week (the week of ``today`` + 7 days);
 - in / within / after N days or weeks, N business days (Monday to Friday, no holidays);
