@@ -9,8 +9,9 @@ from __future__ import annotations
 from functools import cached_property
 from pathlib import Path
 from typing import Literal
+from zoneinfo import ZoneInfo
 
-from pydantic import BaseModel, Field, SecretStr, model_validator
+from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PLACEHOLDER_SECRET = "change-me"
@@ -120,6 +121,17 @@ class Settings(BaseSettings):
     console_login_failures_per_address: int = Field(default=CONSOLE_LOGIN_FAILURES_PER_ADDRESS, ge=1)
     console_login_window_s: float = Field(default=CONSOLE_LOGIN_WINDOW_S, gt=0)
     console_login_lockout_s: float = Field(default=CONSOLE_LOGIN_LOCKOUT_S, gt=0)
+
+    @field_validator("timezone")
+    @classmethod
+    def _refuse_unknown_timezone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (KeyError, ValueError):  # ZoneInfoNotFoundError is a KeyError; a malformed key is a ValueError
+            raise ValueError(
+                f"MEMDESK_TIMEZONE {value!r} is not an IANA time zone name; use one such as Europe/Paris or UTC."
+            ) from None
+        return value
 
     @model_validator(mode="after")
     def _refuse_placeholder_secret(self) -> Settings:

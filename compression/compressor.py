@@ -29,7 +29,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +42,7 @@ from compression.aging import (
 )
 from compression.assembly import NOTES_KEY, find_notes, insert_notes, notes_of, notes_role, repair_tool_sequence
 from compression.boundaries import group_start, head_end, must_keep_start, tail_start
-from compression.dates import parse_timestamp
+from compression.dates import canonical_zone, parse_timestamp
 from compression.decisions import DecisionLedger, ReconcileContext
 from compression.engine import ContextEngine, register_engine, trace_event
 from compression.facts import DEFAULT_FACT_PATTERNS, FactExtractor, FactPattern
@@ -154,6 +154,7 @@ class ContextCompressor(ContextEngine):
         frequency_window: int = FREQUENCY_WINDOW_CHECKS,
         prompts_dir: Path | None = None,
         clock: Callable[[], float] = time.monotonic,
+        timezone: tzinfo = UTC,
     ) -> None:
         _check_options(context_length, threshold_percent)
         self.threshold_percent = threshold_percent
@@ -167,7 +168,7 @@ class ContextCompressor(ContextEngine):
         self.aging_batch_tokens = aging_batch_tokens
         self._aged_call_ids: set[str] = set()
         self.extractor = FactExtractor(fact_patterns)
-        self.ledger = DecisionLedger(self.extractor)
+        self.ledger = DecisionLedger(self.extractor, canonical_zone(timezone))
         self.writer = SummaryWriter(
             summary_llm,
             main_model=model,
@@ -180,7 +181,6 @@ class ContextCompressor(ContextEngine):
         self.prompts_dir = prompts_dir or default_prompts_dir()
         load_prompt_templates(self.prompts_dir)
         self.clock = clock
-        self.model = model
         self._summary_context_length = summary_context_length
         self.last_prompt_tokens = 0
         self.compression_count = 0
@@ -374,6 +374,7 @@ class ContextCompressor(ContextEngine):
             as_of=_latest_time(middle),
             max_tokens=int(self.summary_budget_tokens * SUMMARY_OUTPUT_SHARE),
             prompts_dir=self.prompts_dir,
+            timezone=self.ledger.timezone,
         )
         draft = summarize_in_chunks(
             self.writer,

@@ -24,9 +24,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import date, datetime
+from datetime import UTC, date, datetime, tzinfo
 
-from compression.dates import absolute_dates, absolutize_dates, parse_timestamp, resolve_due
+from compression.dates import absolute_dates, absolutize_dates, local_date, parse_timestamp, resolve_due
 from compression.facts import FactExtractor, normalize_identifier
 from compression.messages import ChatMessage, content_text
 from compression.sections import CUSTOMER_PREFERENCES, KEY_DECISIONS, PROMISES, parse_sections, replace_section_items
@@ -143,8 +143,9 @@ class ReconcileContext:
 class DecisionLedger:
     """Every key decision one conversation has produced, by key; see the module docstring."""
 
-    def __init__(self, extractor: FactExtractor) -> None:
+    def __init__(self, extractor: FactExtractor, timezone: tzinfo = UTC) -> None:
         self.extractor = extractor
+        self.timezone = timezone
         self.known: dict[str, KeyDecision] = {}
         self.rejected = 0
 
@@ -240,7 +241,7 @@ class DecisionLedger:
     ) -> KeyDecision:
         """A decision as first extracted: relative dates resolved once, against the time of its source turn."""
         moment = self._reference_time(item, source, context)
-        reference = moment.date() if moment else None
+        reference = local_date(moment, self.timezone) if moment else None
         text = _shorten(absolutize_dates(item.text, reference) if reference else item.text)
         due: date | None = None
         if item.kind != "preference":

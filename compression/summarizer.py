@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from functools import lru_cache
 from importlib.resources import files
 from pathlib import Path
@@ -89,7 +89,9 @@ def _clip(text: str, head: int, tail: int) -> str:
     return f"{text[:head]}\n[... {len(text) - head - tail:,} chars omitted ...]\n{text[-tail:]}"
 
 
-def _stamp(value: Any) -> str:
+def _stamp(value: Any, zone: tzinfo = UTC) -> str:
+    if zone is not UTC:
+        return _format_stamp(parse_timestamp(value), zone)
     return _stamp_text(value) if isinstance(value, str) else _format_stamp(parse_timestamp(value))
 
 
@@ -116,9 +118,14 @@ def _stamp_text(value: str) -> str:
     return _format_stamp(parse_timestamp(value))
 
 
-def _format_stamp(moment: datetime | None) -> str:
+def _format_stamp(moment: datetime | None, zone: tzinfo = UTC) -> str:
+    return f" at {_moment_text(moment, zone)}" if moment else ""
+
+
+def _moment_text(moment: datetime, zone: tzinfo) -> str:
+    """``moment`` as the wall-clock time in ``zone``, then the zone's name: "2026-12-01 00:30 Europe/Paris"."""
     # isoformat is about twice as fast as strftime, and a long context formats hundreds of stamps.
-    return f" at {moment.astimezone(UTC).isoformat(' ', 'minutes')[:16]} UTC" if moment else ""
+    return f"{moment.astimezone(zone).isoformat(' ', 'minutes')[:16]} {'UTC' if zone is UTC else zone}"
 
 
 def tool_names_by_call_id(messages: Sequence[ChatMessage]) -> dict[str, str]:
@@ -130,7 +137,9 @@ def tool_names_by_call_id(messages: Sequence[ChatMessage]) -> dict[str, str]:
     return names
 
 
-def describe_turn(message: ChatMessage, index: int, tool_names: dict[str, str], head: int, tail: int) -> str:
+def describe_turn(
+    message: ChatMessage, index: int, tool_names: dict[str, str], head: int, tail: int, zone: tzinfo = UTC
+) -> str:
     """One turn as summary material: ``[#index role at time] text``, tool calls as ``-> name(args)``.
 
     What this adds to the text is ASCII, so the material of an English conversation is counted by the ASCII fast
@@ -140,7 +149,7 @@ def describe_turn(message: ChatMessage, index: int, tool_names: dict[str, str], 
         speaker = f"result of {tool_names.get(str(message.get('tool_call_id')), 'a tool')}"
     else:
         speaker = SPEAKERS.get(role, role)
-    described = f"[#{index} {speaker}{_stamp(message.get('created_at'))}]"
+    described = f"[#{index} {speaker}{_stamp(message.get('created_at'), zone)}]"
     content = message.get("content")
     text = (content if isinstance(content, str) else content_text(content)).strip()
     if text:
@@ -151,12 +160,11 @@ def describe_turn(message: ChatMessage, index: int, tool_names: dict[str, str], 
     return "\n".join([described, *calls])
 
 
-def describe_turns(messages: Sequence[ChatMessage], first_index: int) -> list[str]:
-    """Every turn as summary material, each long one clipped to its head and tail."""
+def describe_turns(messages: Sequence[ChatMessage], first_index: int, zone: tzinfo = UTC) -> list[str]:
+    """Every turn as summary material, each long one clipped to its head and tail, its time shown in ``zone``."""
     names = tool_names_by_call_id(messages)
-    return [
-        describe_turn(m, first_index + i, names, MESSAGE_HEAD_CHARS, MESSAGE_TAIL_CHARS) for i, m in enumerate(messages)
-    ]
+    head, tail = MESSAGE_HEAD_CHARS, MESSAGE_TAIL_CHARS
+    return [describe_turn(m, first_index + i, names, head, tail, zone) for i, m in enumerate(messages)]
 
 
 def chunk_turns(parts: list[str], capacity_tokens: int) -> list[list[str]]:
@@ -197,6 +205,8 @@ class SummaryRequest:
     as_of: datetime | None
     max_tokens: int
     prompts_dir: Path = field(default_factory=default_prompts_dir)
+    # The shop's zone: the prompt shows every time in it, so the model dates "tomorrow" on the shop's calendar.
+    timezone: tzinfo = UTC
 
     def build(self, turns_text: str, previous_summary: str | None) -> list[ChatMessage]:
         """The chat messages sent to the summary model for one chunk of turns."""
@@ -207,7 +217,7 @@ class SummaryRequest:
             pinned_facts=self.pinned,
             latest_ask=self.latest_ask,
             focus_topic=self.focus_topic,
-            as_of=f"{self.as_of:%Y-%m-%d %H:%M} UTC" if self.as_of else "the time of the last turn",
+            as_of=_moment_text(self.as_of, self.timezone) if self.as_of else "the time of the last turn",
             sections=SUMMARY_SECTIONS,
             max_words=max(50, int(self.max_tokens * WORDS_PER_TOKEN)),
         )
@@ -322,7 +332,7 @@ def summarize_in_chunks(
 ) -> NotesDraft:
     """Notes for ``turns``: one request when they fit the summary model's window, else consecutive chunks, each
     updating the notes the previous one wrote. Every turn is sent once; a failed chunk gets fallback notes."""
-    parts = describe_turns(turns, first_index)
+    parts = describe_turns(turns, first_index, request.timezone)
     capacity = int(window_tokens * (1 - SUMMARY_WINDOW_MARGIN)) - request.max_tokens - request.overhead_tokens()
     draft = NotesDraft(text=request.previous_summary or "")
     notes = request.previous_summary

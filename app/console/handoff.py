@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from sqlalchemy import Engine
 from sqlmodel import Session, col, select
@@ -141,6 +142,7 @@ def write_handoff_summary(
         focus_topic=HANDOFF_FOCUS,
         as_of=datetime.now(UTC),
         max_tokens=HANDOFF_MAX_TOKENS,
+        timezone=ZoneInfo(settings.timezone),
     )
     draft = summarize_in_chunks(writer, material, 1, request, window_tokens=settings.context_length, fallback=_fallback)
     usage = draft.usage

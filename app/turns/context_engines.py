@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from zoneinfo import ZoneInfo
 
 from app.infra.metrics import Metrics
 from app.llm import LLMGateway
@@ -46,6 +47,7 @@ def default_compressor(gateway: LLMGateway, settings: Settings) -> ContextCompre
         context_length=settings.context_length,
         summary_llm=gateway,
         summary_model_override=settings.summary_model_override,
+        timezone=ZoneInfo(settings.timezone),
     )
 
 

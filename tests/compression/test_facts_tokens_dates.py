@@ -65,15 +65,15 @@ def test_message_estimate_counts_tool_calls_and_tolerates_odd_content() -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("Email the label tomorrow.", "Email the label 2026-11-28."),
-        ("Refund within 3 business days.", "Refund by 2026-12-02."),
-        ("Call back by Friday.", "Call back by Friday 2026-12-04."),
-        ("Replacement ships in two weeks.", "Replacement ships by 2026-12-11."),
-        ("Decided today.", "Decided 2026-11-27."),
+        ("Email the label tomorrow.", "Email the label tomorrow (2026-11-28)."),
+        ("Refund within 3 business days.", "Refund within 3 business days (2026-12-02)."),
+        ("Call back by Friday.", "Call back by Friday (2026-12-04)."),
+        ("Replacement ships in two weeks.", "Replacement ships in two weeks (2026-12-11)."),
+        ("Decided today.", "Decided today (2026-11-27)."),
         ("Already due 2026-12-01.", "Already due 2026-12-01."),
     ],
 )
-def test_relative_dates_become_absolute(text: str, expected: str) -> None:
+def test_relative_dates_keep_their_words_and_get_the_absolute_date(text: str, expected: str) -> None:
     assert absolutize_dates(text, date(2026, 11, 27)) == expected  # a Friday
 
 
@@ -103,7 +103,7 @@ def test_patterns_compile_once_per_process_and_a_new_extractor_starts_warm() -> 
 
 def test_relative_date_rewriting_is_idempotent() -> None:
     once = absolutize_dates("Call back by Friday, ship on Wednesday, refund in 3 days.", date(2026, 11, 2))
-    assert once == "Call back by Friday 2026-11-06, ship on Wednesday 2026-11-04, refund by 2026-11-05."
+    assert once == "Call back by Friday (2026-11-06), ship on Wednesday (2026-11-04), refund in 3 days (2026-11-05)."
     assert absolutize_dates(once, date(2026, 11, 20)) == once
 
 
