@@ -3,7 +3,6 @@ the Mem0 memory say who said it, and the customer panel shows their name."""
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -16,48 +15,10 @@ from app.sync.conversation import Outcome
 from app.turns.context_engines import default_compressor
 from tests.support.console_support import console_app, signed_in
 from tests.support.live_app import LiveApp
-from tests.support.scripted_llm import RecordedRequest, ScriptedLLMServer, ScriptedReply
-from tests.support.settings import CHAT_MODEL, SUMMARY_MODEL
+from tests.support.scripted_llm import ScriptedLLMServer
+from tests.support.staff_promises import ORDER, STAFF_NAME, STAFF_PROMISE, script_summaries
 
-ORDER = "#W7770001"
-STAFF_PROMISE = "I'll open a claim with UPS for you today."
-STAFF_NAME = "Sam Rivera"
 LATER = datetime.now(UTC) + timedelta(hours=2)  # past the idle window
-_TURN = re.compile(r"\[#(\d+) [^\]]*\]\n([^\[]*)")
-
-
-def staff_turn_number(material: str) -> int:
-    """The number the summary material gives the staff member's reply (the model cites it as ``from: #N``)."""
-    for number, text in _TURN.findall(material):
-        if "claim with UPS" in text:
-            return int(number)
-    raise AssertionError("the staff reply is not in the summary material")
-
-
-def notes_citing_the_staff_turn(request: RecordedRequest) -> ScriptedReply:
-    material = str(request.messages[-1].get("content"))
-    number = staff_turn_number(material)
-    return ScriptedReply(
-        text=f"""## Customer Goal
-- A lost parcel for order {ORDER}.
-## Promises & Commitments
-- Open a claim with UPS for order {ORDER} {{due: today | ids: {ORDER} | from: #{number}}}
-## Customer Preferences
-- None
-"""
-    )
-
-
-def script_summaries(server: ScriptedLLMServer) -> None:
-    def answer(request: RecordedRequest) -> ScriptedReply:
-        material = str(request.messages[-1].get("content"))
-        if request.model in (SUMMARY_MODEL, CHAT_MODEL) and "<turns>" in material:
-            if "claim with UPS" in material:
-                return notes_citing_the_staff_turn(request)
-            return ScriptedReply(text=f"## Customer Goal\n- A lost parcel for order {ORDER}.\n")
-        return ScriptedReply(text="Let me get a colleague to look at this.")
-
-    server.set_rule(answer)
 
 
 def sync_runner(live: LiveApp) -> SyncRunner:
