@@ -3,10 +3,12 @@ within minutes of a summary model answering, instead of waiting for the nightly 
 
 A compaction made while both summary models were down (``Compaction.fallback_used``) yields no key decisions. Each
 tick (``Backfill.tick``) finds the conversations that have such a compaction reaching beyond their sync watermark,
-oldest first and at most ``MAX_CONVERSATIONS_PER_TICK``, and runs the conclusion sync's own ``ConversationSyncer``
-on each, so what counts as covered, the watermark and exactly-once stay the sync's; then it delivers the outbox.
-With no such conversation a tick makes no LLM call. While the models are still down the first conversation comes
-back ``failed`` (the syncer will not keep fallback notes), and the tick stops there: the rest wait for the next tick.
+at most ``MAX_CONVERSATIONS_PER_TICK``, and runs the conclusion sync's own ``ConversationSyncer`` on each, so what
+counts as covered, the watermark and exactly-once stay the sync's; then it delivers the outbox. With no such
+conversation a tick makes no LLM call. While the models are still down the first conversation comes back ``failed``
+(the syncer will not keep fallback notes), and the tick stops there: the rest wait for the next tick. Conversations
+are taken in turn (a tick starts after the last one this process tried), so one that fails for a reason of its own
+holds up no other.
 
 Where it runs: on SQLite, ``BackfillLoop`` in the server process, every ``MEMDESK_BACKFILL_INTERVAL_S``; on
 PostgreSQL, the job queue's periodic ``memdesk.backfill_conclusions`` (``app.jobs.queue``), one job per tick across
@@ -41,9 +43,9 @@ MAX_CONVERSATIONS_PER_TICK = 10
 MAX_CRON_STEP_MINUTES = 59
 
 
-def conversations_to_backfill(session: Session, limit: int) -> list[int]:
-    """Internal ids of the conversations with a fallback compaction past their watermark, oldest compaction first."""
-    oldest = func.min(Compaction.id)
+def conversations_to_backfill(session: Session, limit: int, *, after: int = 0) -> list[int]:
+    """Internal ids of up to ``limit`` conversations with a fallback compaction past their watermark, in id order from
+    the first after ``after``, then around from the start."""
     statement = (
         select(Conversation.id)
         .join(Compaction, col(Compaction.conversation_id) == col(Conversation.id))
@@ -51,11 +53,14 @@ def conversations_to_backfill(session: Session, limit: int) -> list[int]:
             col(Compaction.fallback_used).is_(True),
             col(Compaction.last_message_id) > func.coalesce(col(Conversation.synced_through_message_id), 0),
         )
-        .group_by(col(Conversation.id))
-        .order_by(oldest)
-        .limit(limit)
+        .distinct()
+        .order_by(col(Conversation.id))
     )
-    return [key for key in session.exec(statement).all() if key is not None]
+    keys = [key for key in session.exec(statement.where(col(Conversation.id) > after).limit(limit)).all() if key]
+    if len(keys) < limit:
+        wrapped = session.exec(statement.where(col(Conversation.id) <= after).limit(limit - len(keys))).all()
+        keys += [key for key in wrapped if key]
+    return keys
 
 
 @dataclass
@@ -85,13 +90,16 @@ class Backfill:
         self.syncer = ConversationSyncer(db, engine_factory)
         self.deliver = deliver
         self.limit = limit
+        # The last conversation tried: the next tick starts after it, so one that always fails holds up no other.
+        self.cursor = 0
 
     def tick(self) -> BackfillReport:
         report = BackfillReport()
         with Session(self.db) as session:
-            keys = conversations_to_backfill(session, self.limit)
+            keys = conversations_to_backfill(session, self.limit, after=self.cursor)
             session.commit()
         for key in keys:
+            self.cursor = key
             outcome = self.syncer.sync(key)
             report.conversations.append(outcome)
             if outcome.outcome == Outcome.FAILED:

@@ -10,7 +10,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import httpx
 import procrastinate
 from sqlmodel import select
 
@@ -38,13 +37,15 @@ class SummaryOutage:
     def __init__(self, server: ScriptedLLMServer) -> None:
         self.down = True
         self.summary_requests = 0
+        self.refused: set[str] = set()  # words whose conversations the models refuse to summarize, outage or not
         server.set_rule(self.answer)
 
     def answer(self, request: RecordedRequest) -> ScriptedReply:
         material = str(request.messages[-1].get("content"))
         if request.model in (SUMMARY_MODEL, CHAT_MODEL) and "<turns>" in material:
             self.summary_requests += 1
-            return ScriptedReply.http_error(503) if self.down else ScriptedReply(text=notes(material))
+            refused = self.down or any(word in material for word in self.refused)
+            return ScriptedReply.http_error(503) if refused else ScriptedReply(text=notes(material))
         last = str(request.messages[-2].get("content") if len(request.messages) > 1 else "")
         return ScriptedReply(text=PROMISE_REPLY if "refund" in last else FILLER_REPLY)
 
@@ -72,16 +73,17 @@ def _settings(tmp_path: Path, server: ScriptedLLMServer, **overrides: Any) -> An
     return app_settings(tmp_path, server, **{**options, **overrides})
 
 
-def _chat_through_outage(live: LiveApp) -> tuple[str, httpx.Client]:
+def _chat_through_outage(live: LiveApp, label: str = "Follow-up") -> str:
+    """A conversation long enough to be compacted, with a refund promise in its first reply; the customer's id."""
     widget, customer_ref = live.visitor()
     conversation = live.conversation(widget)
     url = f"/api/widget/conversations/{conversation}/messages"
-    first = f"Can I get a refund for my broken mug, order {ORDER}? " + "It arrived in pieces. " * 10
+    first = f"{label}: can I get a refund for my broken mug, order {ORDER}? " + "It arrived in pieces. " * 10
     for count in range(1, OUTAGE_TURNS + 1):
-        text = first if count == 1 else f"Follow-up {count}: " + "the box was crushed as well. " * 14
+        text = first if count == 1 else f"{label} {count}: " + "the box was crushed as well. " * 14
         assert widget.post(url, json={"content": text}).status_code == 202
         live.wait_for_reply(conversation, count=count, timeout=30.0)
-    return customer_ref, widget
+    return customer_ref
 
 
 def _backfill(live: LiveApp) -> Backfill:
@@ -111,7 +113,7 @@ def test_after_an_outage_the_next_backfill_tick_brings_the_fallback_ranges_concl
 ) -> None:
     outage = SummaryOutage(scripted_server)
     for live in run_live_app(_settings(tmp_path, scripted_server)):
-        customer_ref, _ = _chat_through_outage(live)
+        customer_ref = _chat_through_outage(live)
         compactions = _compactions(live)
         assert compactions and all(c.fallback_used for c in compactions), "every compaction fell back"
         assert _remembered_refunds(live, customer_ref) == []
@@ -137,7 +139,7 @@ def test_while_the_models_are_still_down_a_tick_leaves_the_conversation_for_the_
 ) -> None:
     outage = SummaryOutage(scripted_server)
     for live in run_live_app(_settings(tmp_path, scripted_server)):
-        customer_ref, _ = _chat_through_outage(live)
+        customer_ref = _chat_through_outage(live)
         backfill = _backfill(live)
 
         still_down = backfill.tick()
@@ -149,6 +151,25 @@ def test_while_the_models_are_still_down_a_tick_leaves_the_conversation_for_the_
         outage.down = False
         assert [item.outcome for item in backfill.tick().conversations] == [Outcome.SUMMARIZED]
         assert len(_remembered_refunds(live, customer_ref)) == 1
+
+
+def test_a_conversation_the_models_keep_refusing_holds_up_no_other(
+    tmp_path: Path, scripted_server: ScriptedLLMServer
+) -> None:
+    outage = SummaryOutage(scripted_server)
+    for live in run_live_app(_settings(tmp_path, scripted_server)):
+        _chat_through_outage(live, label="Refused")
+        other = _chat_through_outage(live)
+        outage.down, outage.refused = False, {"Refused"}
+        backfill = _backfill(live)
+
+        first, second = backfill.tick(), backfill.tick()
+
+        [refused] = first.conversations
+        assert refused.outcome == Outcome.FAILED
+        outcomes = [(item.conversation_id == refused.conversation_id, item.outcome) for item in second.conversations]
+        assert outcomes == [(False, Outcome.SUMMARIZED), (True, Outcome.FAILED)], "the next tick starts after it"
+        assert len(_remembered_refunds(live, other)) == 1
 
 
 async def _defer_backfill_job(live: LiveApp) -> None:
@@ -166,7 +187,7 @@ def test_on_postgresql_the_job_queues_backfill_job_brings_the_conclusions_to_mem
     # An hourly tick: the test defers the job itself instead of waiting for one.
     settings = _settings(tmp_path, scripted_server, database_url=postgres_url, backfill_interval_s=3600)
     for live in run_live_app(settings):
-        customer_ref, _ = _chat_through_outage(live)
+        customer_ref = _chat_through_outage(live)
         assert all(c.fallback_used for c in _compactions(live))
         outage.down = False
 

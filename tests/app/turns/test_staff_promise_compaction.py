@@ -56,6 +56,9 @@ def test_a_staff_promise_summarized_by_a_compaction_reaches_memory_as_theirs(
         with live.db() as session:
             assert session.exec(select(Compaction)).first() is not None, "a compaction summarized the staff reply"
         assert row.source == "compaction" and row.said_by == f"staff:{staff_id}"
+        sent = [message for request in scripted_server.chat_requests for message in request.messages]
+        assert any(STAFF_PROMISE in str(m.get("content")) for m in sent), "the staff reply went to the model"
+        assert all("author" not in message for message in sent), "only keys the API accepts are sent"
         customer_key = live.customer(customer_ref).id
         assert customer_key is not None and live.services.memory is not None
         memories = live.services.memory.store.list(memory_customer_id(customer_key))
