@@ -1,11 +1,14 @@
 """The quick backfill after a summary-model outage: what the fallback compacted while the models were down reaches
-Mem0 at the next tick once a model answers again, long before the nightly sync; while they are still down a tick
-leaves it for the next, and with nothing to backfill a tick calls no model."""
+Mem0 at the next tick once a model answers again, long before the nightly sync (on SQLite, and through the job
+queue's job on PostgreSQL); while they are still down a tick leaves it for the next, a conversation the models keep
+refusing holds up no other, with nothing to backfill a tick calls no model, and a nightly run meeting the backfill
+on one conversation queues its conclusions once."""
 
 from __future__ import annotations
 
 import asyncio
 import re
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -17,8 +20,11 @@ from app.customer_memory.ids import memory_customer_id
 from app.jobs.queue import BACKFILL_CONCLUSIONS
 from app.jobs.schema import psycopg_conninfo
 from app.models import Compaction, Conclusion, Conversation, OutboxStatus, SyncRun
+from app.sync import SyncOptions, SyncReport, SyncRunner
 from app.sync.backfill import Backfill, app_backfill
 from app.sync.conversation import Outcome
+from app.turns.context_engines import default_compressor
+from compression import ContextCompressor
 from tests.support.live_app import LiveApp, run_live_app
 from tests.support.scripted_llm import RecordedRequest, ScriptedLLMServer, ScriptedReply
 from tests.support.settings import CHAT_MODEL, SUMMARY_MODEL, app_settings
@@ -27,6 +33,7 @@ ORDER = "#W4440001"
 PROMISE_REPLY = f"I've approved a refund of $24.99 for order {ORDER}. It will reach your card by Friday."
 FILLER_REPLY = "Thank you, I have noted that. " + "Every detail of your order is recorded here. " * 5
 OUTAGE_TURNS = 10
+LATER = datetime.now(UTC) + timedelta(hours=2)  # past the nightly sync's idle window
 _TURN = re.compile(r"\[#(\d+) [^\]]*\]\n([^\[]*)")
 _PROMISE_LINE = re.compile(r"^- Refund of \$24\.99 .*$", re.MULTILINE)
 
@@ -170,6 +177,44 @@ def test_a_conversation_the_models_keep_refusing_holds_up_no_other(
         outcomes = [(item.conversation_id == refused.conversation_id, item.outcome) for item in second.conversations]
         assert outcomes == [(False, Outcome.SUMMARIZED), (True, Outcome.FAILED)], "the next tick starts after it"
         assert len(_remembered_refunds(live, other)) == 1
+
+
+def _backfill_met_by_a_nightly_run(live: LiveApp) -> tuple[Backfill, list[SyncReport]]:
+    """A backfill whose every conversation is synced by a nightly run after the backfill read it and before its
+    summary is in (the nightly run's reports come in the list)."""
+    services = live.services
+    assert services.memory is not None
+
+    def compressor() -> ContextCompressor:
+        return default_compressor(services.gateway, services.settings)
+
+    deliver = services.memory.outbox.deliver_due
+    nightly = SyncRunner(services.db, compressor, services.gateway.ledger, deliver=deliver, clock=lambda: LATER)
+    nightly_reports: list[SyncReport] = []
+
+    def compressor_after_a_nightly_run() -> ContextCompressor:
+        nightly_reports.append(nightly.run(SyncOptions(idle_minutes=30, concurrency=1)))
+        return compressor()
+
+    return Backfill(services.db, compressor_after_a_nightly_run, deliver=deliver), nightly_reports
+
+
+def test_a_nightly_run_meeting_the_backfill_on_one_conversation_queues_its_conclusions_once(
+    tmp_path: Path, scripted_server: ScriptedLLMServer
+) -> None:
+    outage = SummaryOutage(scripted_server)
+    for live in run_live_app(_settings(tmp_path, scripted_server)):
+        customer_ref = _chat_through_outage(live)
+        outage.down = False
+        backfill, nightly_reports = _backfill_met_by_a_nightly_run(live)
+
+        report = backfill.tick()
+
+        assert [item.outcome for item in nightly_reports[0].conversations] == [Outcome.SUMMARIZED]
+        assert [item.outcome for item in report.conversations] == [Outcome.SKIPPED], "the nightly run had it"
+        with live.db() as session:
+            assert len(session.exec(select(Conclusion)).all()) == 1
+        assert len(_remembered_refunds(live, customer_ref)) == 1
 
 
 async def _defer_backfill_job(live: LiveApp) -> None:
