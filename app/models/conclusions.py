@@ -48,7 +48,7 @@ class Conclusion(SQLModel, table=True):
     source_message_first_id: int | None = Field(default=None, foreign_key="messages.id", ondelete="SET NULL")
     source_message_last_id: int | None = Field(default=None, foreign_key="messages.id", ondelete="SET NULL")
     content_hash: str = Field(max_length=CONTENT_HASH_LENGTH)
-    # Who made it: "bot", or "staff:<id>" for a staff member's promise; None when the summary cited no turn.
+    # Who made it: "bot", or "staff:<id>" for a staff member's promise; None when the summary cited no support turn.
     said_by: str | None = Field(default=None, max_length=SAID_BY_LENGTH)
     # Why a changed decision replaced its earlier version, when the summary said.
     change_reason: str | None = Field(default=None, sa_type=sa.Text)

@@ -21,11 +21,20 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from sqlalchemy import Engine, func, or_, update
+from sqlalchemy import Engine, and_, func, or_, update
 from sqlmodel import Session, col, select
 
 from app.llm import LLMGateway, UsageLedger
-from app.models import Conclusion, Conversation, ConversationStatus, Message, MessageAuthor, OutboxStatus, SyncRun
+from app.models import (
+    Conclusion,
+    Conversation,
+    ConversationStatus,
+    Message,
+    MessageAuthor,
+    MessageRole,
+    OutboxStatus,
+    SyncRun,
+)
 from app.models.base import utc_now
 from app.models.sync import SyncRunStatus
 from app.settings import Settings
@@ -38,8 +47,6 @@ from memory.store import CustomerMemory
 MAX_ERRORS = 50
 # Errors of outbox rows that another attempt will not fix; every other failed row is retried by the sync.
 PERMANENT_ERRORS = ("InvalidCustomerIdError", "MemoryNotFoundError")
-# Whose new messages make a conversation due for the sync; the bot's own replies follow one of theirs.
-WRITERS = (MessageAuthor.CUSTOMER, MessageAuthor.STAFF)
 
 Deliver = Callable[[], DeliveryReport]
 Progress = Callable[[ConversationSync], None]
@@ -72,7 +79,12 @@ def select_conversations(session: Session, options: SyncOptions, now: datetime) 
     wrote after the watermark (a staff member's promise often comes after the customer's last word)."""
     last_written = (
         select(Message.conversation_id, func.max(Message.id).label("last_id"))
-        .where(col(Message.author).in_(WRITERS), col(Message.private).is_(False))
+        .where(
+            or_(
+                col(Message.role) == MessageRole.USER,
+                and_(col(Message.author) == MessageAuthor.STAFF, col(Message.private).is_(False)),
+            )
+        )
         .group_by(col(Message.conversation_id))
         .subquery()
     )
