@@ -14,14 +14,17 @@ from pathlib import Path
 from typing import Any
 
 import procrastinate
+import pytest
+from pydantic import ValidationError
 from sqlmodel import select
 
 from app.customer_memory.ids import memory_customer_id
 from app.jobs.queue import BACKFILL_CONCLUSIONS
 from app.jobs.schema import psycopg_conninfo
 from app.models import Compaction, Conclusion, Conversation, OutboxStatus, SyncRun
+from app.settings import BACKFILL_INTERVAL_S, MAX_BACKFILL_INTERVAL_S
 from app.sync import SyncOptions, SyncReport, SyncRunner
-from app.sync.backfill import Backfill, app_backfill
+from app.sync.backfill import Backfill, app_backfill, cron_every
 from app.sync.conversation import Outcome
 from app.turns.context_engines import default_compressor
 from compression import ContextCompressor
@@ -240,3 +243,14 @@ def test_on_postgresql_the_job_queues_backfill_job_brings_the_conclusions_to_mem
 
         refunds = live.wait_for(partial(_remembered_refunds, live, customer_ref), timeout=30.0, what="the job's work")
         assert len(refunds) == 1 and _no_nightly_sync_ran(live)
+
+
+def test_the_backfill_interval_is_validated_ticks_in_whole_minutes_and_zero_switches_it_off(
+    tmp_path: Path, scripted_server: ScriptedLLMServer
+) -> None:
+    for wrong in (-1, MAX_BACKFILL_INTERVAL_S + 1):
+        with pytest.raises(ValidationError, match="backfill_interval_s"):
+            _settings(tmp_path, scripted_server, backfill_interval_s=wrong)
+    assert [cron_every(s) for s in (BACKFILL_INTERVAL_S, 30, 3600)] == ["*/2 * * * *", "*/1 * * * *", "0 * * * *"]
+    for live in run_live_app(_settings(tmp_path, scripted_server, backfill_interval_s=0)):
+        assert live.services.backfill() is None
