@@ -2,10 +2,11 @@
 ``app.web.deps``, started with ``start`` and stopped with ``close``.
 
 Building migrates the database and loads the embedding model (off the event loop); ``start`` launches the
-background work: turn recovery, and outbox delivery plus the daily conclusion sync, which run in this process on
-SQLite (a loop, APScheduler) and as jobs of the shared job queue on PostgreSQL (``app.jobs.queue``, each job once across
-the servers). ``close`` is bounded whatever the dependencies are doing: running turns get a grace period and are
-recovered at the next start, and a hung memory call is left to its daemon worker (the outbox is durable).
+background work: turn recovery, and outbox delivery, the quick backfill after a summary-model outage and the daily
+conclusion sync, which run in this process on SQLite (loops, APScheduler) and as jobs of the shared job queue on
+PostgreSQL (``app.jobs.queue``, each job once across the servers). ``close`` is bounded whatever the dependencies
+are doing: running turns get a grace period and are recovered at the next start, and a hung memory call is left to
+its daemon worker (the outbox is durable).
 
 On PostgreSQL, the live events and the visitor rate limits are kept in the database (``shared_state``), so that
 several server processes on one database show a visitor the same streams and the same limits, and a conversation's
@@ -33,6 +34,7 @@ from app.llm import LLMGateway
 from app.ratelimit import PostgresRateLimiter, RateLimiter, VisitorRateLimiter
 from app.settings import Settings
 from app.sync import SyncOptions, SyncReport, SyncSchedule, app_sync_runner, exclusive_sync, options_from, parse_sync_at
+from app.sync.backfill import Backfill, BackfillLoop, app_backfill, cron_every
 from app.sync.runner import latest_sync_run
 from app.sync.timetable import SyncTimetable
 from app.tools import Tool, ToolRegistry, build_tool_registry
@@ -73,6 +75,7 @@ class Services:
     sync: SyncSchedule | SyncTimetable | None = None
     jobs: JobQueue | None = None
     _delivery: asyncio.Task[None] | None = field(default=None, repr=False)
+    _backfill: asyncio.Task[None] | None = field(default=None, repr=False)
 
     def start(self) -> None:
         """Start the background work (on the running event loop): turn recovery, outbox delivery, daily sync."""
@@ -83,6 +86,10 @@ class Services:
             return
         if self.memory is not None:
             self._delivery = asyncio.get_running_loop().create_task(self.memory.run())
+        backfill = self.backfill()
+        if backfill is not None:
+            loop = BackfillLoop(backfill, interval_s=self.settings.backfill_interval_s)
+            self._backfill = asyncio.get_running_loop().create_task(loop.run())
         at = parse_sync_at(self.settings.sync_at)
         if at is not None:
             self.sync = SyncSchedule(self.sync_once, at=at, timezone=self.settings.timezone)
@@ -96,10 +103,24 @@ class Services:
         timetable = SyncTimetable(at, self.settings.timezone, last_run=latest_sync_run(self.db)) if at else None
         self.sync = timetable
         deliver = self.memory.deliver_all if self.memory is not None else None
-        self.jobs = JobQueue(self.db, deliver=deliver, run_sync=self.sync_once, timetable=timetable)
+        backfill = self.backfill()
+        self.jobs = JobQueue(
+            self.db,
+            deliver=deliver,
+            run_sync=self.sync_once,
+            timetable=timetable,
+            backfill=backfill.tick if backfill is not None else None,
+            backfill_cron=cron_every(self.settings.backfill_interval_s),
+        )
         if self.memory is not None:
             self.memory.deliver_on_request(self.jobs.request_delivery)
         self.jobs.start()
+
+    def backfill(self) -> Backfill | None:
+        """The quick backfill after a summary-model outage, unless it is switched off or memory is."""
+        if self.memory is None or not self.settings.backfill_interval_s:
+            return None
+        return app_backfill(self.db, self.gateway, self.settings, outbox=self.memory.outbox)
 
     def sync_once(self, options: SyncOptions | None = None) -> SyncReport:
         """One conclusion sync with this server's database, models and memory (under the one-run lock)."""
@@ -124,10 +145,11 @@ class Services:
         await self.turns.shutdown()
         if self.jobs is not None:
             await self.jobs.close()
-        if self._delivery is not None:
-            self._delivery.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._delivery
+        for task in (self._delivery, self._backfill):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         if self.memory is not None:
             self.memory.close()
         if isinstance(self.broker, PostgresEventBroker):

@@ -18,6 +18,11 @@ PLACEHOLDER_SECRET = "change-me"
 EMBEDDED_CHAT_MODEL = "smollm2-135m-instruct"
 # How often a running server looks for conversations whose latest customer message has no reply (app.turns.recovery).
 TURN_RECOVERY_INTERVAL_S = 60.0
+# How often a running server re-summarizes what the deterministic fallback compacted while the summary models were
+# down (app.sync.backfill): soon enough that those conclusions arrive within minutes of a model answering again, while
+# a tick with nothing to do costs one query.
+BACKFILL_INTERVAL_S = 120.0
+MAX_BACKFILL_INTERVAL_S = 3600.0
 # Console sign-in: a session unused this long ends; none lasts longer than the maximum age.
 CONSOLE_SESSION_IDLE_S = 30 * 60.0
 CONSOLE_SESSION_MAX_AGE_S = 12 * 3600.0
@@ -96,6 +101,9 @@ class Settings(BaseSettings):
     sync_concurrency: int = Field(default=4, ge=1, le=64)
     sync_at: str = "03:00"
     timezone: str = "UTC"
+    # The quick backfill after a summary-model outage (app.sync.backfill); 0 switches it off (the nightly sync still
+    # reads those ranges).
+    backfill_interval_s: float = Field(default=BACKFILL_INTERVAL_S, ge=0, le=MAX_BACKFILL_INTERVAL_S)
     turn_recovery_interval_s: float = Field(default=TURN_RECOVERY_INTERVAL_S, gt=0)
 
     host: str = "127.0.0.1"

@@ -257,6 +257,7 @@ class DecisionLedger:
             identifiers=identifiers,
             source_range=context.source_range,
             new=True,
+            said_by=_speaker(source),
         )
 
     @staticmethod
@@ -285,6 +286,16 @@ class DecisionLedger:
                     if moment is not None:
                         return moment
         return context.fallback_time
+
+
+def _speaker(source: ChatMessage | None) -> str | None:
+    """Who made a commitment: the cited turn's ``author`` (a staff member), else the bot for its own turns."""
+    if source is None:
+        return None
+    author = source.get("author")
+    if isinstance(author, str):
+        return author
+    return "bot" if source.get("role") in ("assistant", "tool") else None
 
 
 def _iso_date(value: str | None) -> date | None:

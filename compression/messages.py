@@ -34,6 +34,7 @@ class ChatMessage(TypedDict, total=False):
     name: str
     id: int
     created_at: Any  # an ISO 8601 string, or an aware datetime
+    author: str  # who wrote an assistant turn when it was not the bot ("staff:<id>")
     memdesk_notes: dict[str, Any]
     memdesk_index: dict[str, Any]
 

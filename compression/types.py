@@ -76,6 +76,8 @@ class KeyDecision:
     new: bool = True
     key: str = ""
     changed: bool = False
+    said_by: str | None = None
+    change_reason: str | None = None
 
 
 @dataclass

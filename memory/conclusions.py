@@ -103,6 +103,8 @@ class Conclusion:
     identifiers: tuple[str, ...] = ()
     conversation_id: int | None = None
     message_range: tuple[int, int] | None = None
+    said_by: str | None = None  # "bot", or "staff:<id>" for a staff member's promise
+    change_reason: str | None = None
 
     @property
     def content_hash(self) -> str:
@@ -128,6 +130,8 @@ class Conclusion:
             "message_first_id": self.message_range[0] if self.message_range else None,
             "message_last_id": self.message_range[1] if self.message_range else None,
             "content_hash": self.content_hash,
+            "said_by": self.said_by,
+            "change_reason": self.change_reason,
         }
 
 
@@ -147,6 +151,8 @@ class MemoryItem:
     conversation_id: int | None = None
     content_hash: str | None = None
     superseded_by: str | None = None
+    said_by: str | None = None
+    change_reason: str | None = None
     created_at: str | None = None
     updated_at: str | None = None
     score: float | None = None

@@ -51,6 +51,8 @@ def as_item(raw: dict[str, Any], customer_id: str, history: Sequence[dict[str, A
         conversation_id=metadata.get("conversation_id"),
         content_hash=metadata.get("content_hash"),
         superseded_by=metadata.get("superseded_by"),
+        said_by=metadata.get("said_by"),
+        change_reason=metadata.get("change_reason"),
         created_at=raw.get("created_at"),
         updated_at=raw.get("updated_at"),
         score=raw.get("score"),

@@ -27,6 +27,11 @@ from memory.store import CustomerMemoryError
 ORDERS_TOOL = "list_orders"
 ORDERS_SHOWN = 10
 SOURCE_LABELS = {"compaction": "compaction", "nightly_sync": "sync", "agent": "human"}
+# Sources whose promises and decisions were made in a conversation; one with no ``said_by`` predates it and was the
+# bot's (staff replies were not summarized as theirs).
+SUMMARIZED_SOURCES = frozenset({"compaction", "nightly_sync"})
+COMMITMENT_KINDS = frozenset({ConclusionKind.PROMISE.value, ConclusionKind.DECISION.value})
+BOT_SAID_BY = "bot"
 # Memories a staff member edited before staff had their own name keep this prefix in the memory store.
 LEGACY_STAFF_ACTOR_PREFIX = "agent:"
 
@@ -67,6 +72,7 @@ class MemoryView:
     superseded_by: str | None
     supersedes: list[str]
     edited_by: str | None
+    said_by: str | None = None  # "promised by <staff name>", "by the bot", or None when unknown
 
 
 @dataclass(frozen=True)
@@ -145,13 +151,31 @@ def memory_views(items: list[MemoryItem]) -> list[MemoryView]:
             superseded_by=item.superseded_by,
             supersedes=supersedes.get(item.id, []),
             edited_by=item.metadata.get("edited_by"),
+            said_by=_said_by(item),
         )
         for item in ordered
     ]
 
 
+def _said_by(item: MemoryItem) -> str | None:
+    """Who made the memory's commitment: a staff actor (``staff:<id>``, named by ``load_memories``), or the bot."""
+    if item.said_by and item.said_by != BOT_SAID_BY:
+        return item.said_by
+    if item.said_by == BOT_SAID_BY or (item.source in SUMMARIZED_SOURCES and item.kind in COMMITMENT_KINDS):
+        return BOT_SAID_BY
+    return None
+
+
+def said_by_label(said_by: str | None, names: dict[str, str]) -> str | None:
+    if said_by is None:
+        return None
+    if said_by == BOT_SAID_BY:
+        return "by the bot"
+    return f"promised by {names.get(said_by, said_by)}"
+
+
 async def load_memories(memory: MemoryService | None, db: Engine, customer_id: int) -> MemoriesView:
-    """The memory list, with editors' names from ``db``."""
+    """The memory list, with the names of editors and of staff members who made a promise, from ``db``."""
     if memory is None:
         return MemoriesView(problem="Long-term memory is switched off (MEMDESK_MEMORY_ENABLED=false).")
     try:
@@ -159,10 +183,17 @@ async def load_memories(memory: MemoryService | None, db: Engine, customer_id: i
     except (CustomerMemoryError, TimeoutError, RuntimeError) as error:
         return MemoriesView(problem=f"Memories are unavailable right now ({error}). Try again shortly.")
     views = memory_views(items)
-    editors = {view.edited_by for view in views if view.edited_by}
-    names = await anyio.to_thread.run_sync(_staff_names, db, editors) if editors else {}
+    actors = {actor for view in views for actor in (view.edited_by, view.said_by) if actor}
+    names = await anyio.to_thread.run_sync(_staff_names, db, actors) if actors else {}
     return MemoriesView(
-        items=[replace(view, edited_by=names.get(view.edited_by or "", view.edited_by)) for view in views]
+        items=[
+            replace(
+                view,
+                edited_by=names.get(view.edited_by or "", view.edited_by),
+                said_by=said_by_label(view.said_by, names),
+            )
+            for view in views
+        ]
     )
 
 

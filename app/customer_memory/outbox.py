@@ -79,6 +79,8 @@ def enqueue_key_decisions(
             source_message_first_id=message_range[0] if message_range else None,
             source_message_last_id=message_range[1] if message_range else None,
             content_hash=digest,
+            said_by=decision.said_by,
+            change_reason=decision.change_reason,
         )
         session.add(row)
         rows.append(row)
@@ -96,6 +98,8 @@ def to_conclusion(row: ConclusionRow) -> Conclusion:
         identifiers=tuple(row.identifiers),
         conversation_id=row.conversation_id,
         message_range=(first, last) if first is not None and last is not None else None,
+        said_by=row.said_by,
+        change_reason=row.change_reason,
     )
 
 

@@ -10,6 +10,8 @@ the shared queue:
   same task runs every minute as a periodic job, for the rows whose retry backoff has ended.
 - ``memdesk.conclusion_sync``: the daily conclusion sync at ``MEMDESK_SYNC_AT`` in ``MEMDESK_TIMEZONE``
   (``app.sync.timetable``); ``Services.sync_once`` does the work and writes the ``SyncRun`` record.
+- ``memdesk.backfill_conclusions``, every ``MEMDESK_BACKFILL_INTERVAL_S`` (in whole minutes): the quick backfill
+  after a summary-model outage (``app.sync.backfill``); its lock keeps a slow tick and the next from overlapping.
 - ``memdesk.retry_stalled_jobs``, every minute: a job left running by a server that stopped sending heartbeats (it
   was killed) is queued again, which also frees its lock.
 
@@ -40,6 +42,7 @@ from sqlalchemy import Engine
 from app.infra.worker_pool import in_daemon_thread
 from app.jobs.schema import psycopg_conninfo
 from app.sync import SyncAlreadyRunningError, SyncReport
+from app.sync.backfill import BackfillReport, log_tick
 from app.sync.runner import latest_sync_run
 from app.sync.timetable import SyncTimetable
 
@@ -48,6 +51,7 @@ logger = logging.getLogger(__name__)
 DELIVER_OUTBOX = "memdesk.deliver_outbox"
 CONCLUSION_SYNC = "memdesk.conclusion_sync"
 RETRY_STALLED_JOBS = "memdesk.retry_stalled_jobs"
+BACKFILL_CONCLUSIONS = "memdesk.backfill_conclusions"
 EVERY_MINUTE = "* * * * *"
 # The worker's own connections (jobs, LISTEN, heartbeats); the jobs' database work uses the app's engine.
 POOL_MIN_SIZE = 1
@@ -65,6 +69,7 @@ QUIET_LOGGERS = ("procrastinate.worker", "procrastinate.periodic")
 
 Deliver = Callable[[], Awaitable[int]]
 RunSync = Callable[[], SyncReport]
+RunBackfill = Callable[[], BackfillReport]
 
 
 class JobQueue:
@@ -77,11 +82,15 @@ class JobQueue:
         deliver: Deliver | None = None,
         run_sync: RunSync | None = None,
         timetable: SyncTimetable | None = None,
+        backfill: RunBackfill | None = None,
+        backfill_cron: str = EVERY_MINUTE,
     ) -> None:
         self.db = db
         self.deliver = deliver
         self.run_sync = run_sync
         self.timetable = timetable
+        self.backfill = backfill
+        self.backfill_cron = backfill_cron
         connector = procrastinate.PsycopgConnector(
             conninfo=psycopg_conninfo(db), min_size=POOL_MIN_SIZE, max_size=POOL_MAX_SIZE
         )
@@ -106,6 +115,11 @@ class JobQueue:
             )
             for tick in self.timetable.ticks():
                 app.periodic(cron=tick.cron, periodic_id=tick.periodic_id)(sync)
+        if self.backfill is not None:
+            backfill = app.task(
+                name=BACKFILL_CONCLUSIONS, lock=BACKFILL_CONCLUSIONS, queueing_lock=BACKFILL_CONCLUSIONS
+            )(self._backfill_conclusions)
+            app.periodic(cron=self.backfill_cron, periodic_id="backfill")(backfill)
         stalled = app.task(name=RETRY_STALLED_JOBS, queueing_lock=RETRY_STALLED_JOBS)(self._retry_stalled_jobs)
         app.periodic(cron=EVERY_MINUTE)(stalled)
 
@@ -131,6 +145,10 @@ class JobQueue:
                 record.scanned,
                 record.conclusions_written,
             )
+
+    async def _backfill_conclusions(self, timestamp: int) -> None:
+        assert self.backfill is not None
+        log_tick(await in_daemon_thread(self.backfill, name="conclusion-backfill"))
 
     async def _retry_stalled_jobs(self, timestamp: int) -> None:
         manager = self.app.job_manager

@@ -23,6 +23,7 @@ from memory.conclusions import ConclusionSource as ConclusionSource
 
 CONTENT_HASH_LENGTH = 64  # a SHA-256 hex digest
 MEMORY_ID_LENGTH = 128
+SAID_BY_LENGTH = 64
 
 
 class OutboxStatus(StrEnum):
@@ -47,6 +48,10 @@ class Conclusion(SQLModel, table=True):
     source_message_first_id: int | None = Field(default=None, foreign_key="messages.id", ondelete="SET NULL")
     source_message_last_id: int | None = Field(default=None, foreign_key="messages.id", ondelete="SET NULL")
     content_hash: str = Field(max_length=CONTENT_HASH_LENGTH)
+    # Who made it: "bot", or "staff:<id>" for a staff member's promise; None when the summary cited no support turn.
+    said_by: str | None = Field(default=None, max_length=SAID_BY_LENGTH)
+    # Why a changed decision replaced its earlier version, when the summary said.
+    change_reason: str | None = Field(default=None, sa_type=sa.Text)
     status: OutboxStatus = Field(default=OutboxStatus.PENDING, sa_type=enum_type(OutboxStatus), index=True)
     attempts: int = 0
     last_error: str | None = Field(default=None, sa_type=sa.Text)

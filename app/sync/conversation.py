@@ -5,6 +5,10 @@ What counts as covered: the messages a compaction summarized from raw text with 
 nests over an earlier one read that one's notes, not its messages, so only what lies outside the earlier range is
 its own. A range the deterministic fallback compacted (both summary models were down) yields no decisions, so the
 sync reads it from the transcript, which is never deleted: an outage delays conclusions, it never loses them.
+
+The nightly run and the quick backfill (``app.sync.backfill``) may meet on one conversation; the watermark moves
+only from the value the sync read (a conditional update in the commit), so the one that commits second keeps
+nothing and the messages are summarized once.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from sqlalchemy import Engine, update
+from sqlalchemy import Engine, func, update
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
@@ -116,7 +120,7 @@ class ConversationSyncer:
             result.outcome = Outcome.SUMMARIZED if said else Outcome.SKIPPED
             return result
         if not said:  # nothing new was said: move the watermark, no LLM call
-            self._commit(session, conversation, through, None, result)
+            self._commit(session, conversation, (watermark, through), None, result)
             return result
         summary = summarize_transcript(
             self.engine_factory(),
@@ -128,21 +132,23 @@ class ConversationSyncer:
             result.outcome, result.error = Outcome.FAILED, "no summary model answered; retried next run"
             return result
         result.outcome = Outcome.SUMMARIZED
-        self._commit(session, conversation, through, summary, result, first_id=fresh[0].id)
+        self._commit(session, conversation, (watermark, through), summary, result, first_id=fresh[0].id)
         return result
 
     def _commit(
         self,
         session: Session,
         conversation: Conversation,
-        through: int,
+        marks: tuple[int, int],
         summary: TranscriptSummary | None,
         result: ConversationSync,
         *,
         first_id: int | None = None,
     ) -> None:
-        """The outbox rows and the new watermark, in one transaction."""
+        """The outbox rows and the new watermark, in one transaction, if the watermark is still the one read (from
+        ``marks``, the old and the new one); else another sync took these messages meanwhile, and nothing is kept."""
         assert conversation.id is not None
+        watermark, through = marks
         if summary is not None and summary.decisions:
             rows = enqueue_key_decisions(
                 session,
@@ -154,9 +160,16 @@ class ConversationSyncer:
             )
             result.conclusions_queued = len(rows)
         # Only the watermark: ``updated_at`` is the customer's activity, which a sync is not.
-        session.execute(
+        moved = session.execute(
             update(Conversation)
-            .where(col(Conversation.id) == conversation.id)
+            .where(
+                col(Conversation.id) == conversation.id,
+                func.coalesce(col(Conversation.synced_through_message_id), 0) == watermark,
+            )
             .values(synced_through_message_id=through, updated_at=Conversation.updated_at)
         )
+        if not moved.rowcount:  # type: ignore[attr-defined]
+            session.rollback()
+            result.outcome, result.conclusions_queued = Outcome.SKIPPED, 0
+            return
         session.commit()

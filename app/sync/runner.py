@@ -1,6 +1,6 @@
 """One run of the conclusion sync: pick the conversations that need it, sync them in parallel, deliver, record.
 
-1. Pick the conversations whose customer wrote after their watermark and that are closed or idle for
+1. Pick the conversations whose customer or a staff member wrote after their watermark and that are closed or idle for
    ``MEMDESK_SYNC_IDLE_MINUTES`` (``select_conversations``).
 2. Sync each (``app.sync.conversation``) on up to ``MEMDESK_SYNC_CONCURRENCY`` threads; the summary calls are the
    slow part, and the gateway retries 429 and 5xx with backoff. A failed conversation keeps its watermark and is
@@ -21,11 +21,20 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from sqlalchemy import Engine, func, or_, update
+from sqlalchemy import Engine, and_, func, or_, update
 from sqlmodel import Session, col, select
 
 from app.llm import LLMGateway, UsageLedger
-from app.models import Conclusion, Conversation, ConversationStatus, Message, MessageRole, OutboxStatus, SyncRun
+from app.models import (
+    Conclusion,
+    Conversation,
+    ConversationStatus,
+    Message,
+    MessageAuthor,
+    MessageRole,
+    OutboxStatus,
+    SyncRun,
+)
 from app.models.base import utc_now
 from app.models.sync import SyncRunStatus
 from app.settings import Settings
@@ -66,15 +75,21 @@ class SyncReport:
 
 
 def select_conversations(session: Session, options: SyncOptions, now: datetime) -> list[int]:
-    """Internal ids of the conversations to sync, oldest activity first."""
-    last_customer = (
+    """Internal ids of the conversations to sync, oldest activity first: those where the customer or a staff member
+    wrote after the watermark (a staff member's promise often comes after the customer's last word)."""
+    last_written = (
         select(Message.conversation_id, func.max(Message.id).label("last_id"))
-        .where(Message.role == MessageRole.USER)
+        .where(
+            or_(
+                col(Message.role) == MessageRole.USER,
+                and_(col(Message.author) == MessageAuthor.STAFF, col(Message.private).is_(False)),
+            )
+        )
         .group_by(col(Message.conversation_id))
         .subquery()
     )
-    statement = select(Conversation.id).join(last_customer, last_customer.c.conversation_id == Conversation.id)
-    statement = statement.where(last_customer.c.last_id > func.coalesce(Conversation.synced_through_message_id, 0))
+    statement = select(Conversation.id).join(last_written, last_written.c.conversation_id == Conversation.id)
+    statement = statement.where(last_written.c.last_id > func.coalesce(Conversation.synced_through_message_id, 0))
     if options.conversation is not None:
         statement = statement.where(Conversation.public_id == options.conversation)
     else:

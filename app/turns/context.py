@@ -9,7 +9,8 @@ looping reply fed back to the model teaches it to loop again. The transcript kee
 
 Each context message carries the ``id`` of its row (and ``created_at``, and on request its stored compressor index),
 and the notes message carries the id range it stands for under ``NOTES_KEY``, so the compressor's index ranges map
-back to message ids; ``app.llm`` strips those keys before sending.
+back to message ids; a staff member's reply carries ``author`` (``staff:<id>``), so a promise cited from it is
+theirs. ``app.llm`` strips those keys before sending.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from app.models import (
     ContextSegment,
     Conversation,
     Message,
+    MessageAuthor,
     MessageRole,
     SegmentReason,
     segment_title,
@@ -43,6 +45,8 @@ CONTEXT_COLUMNS = (
     col(Message.tool_calls),
     col(Message.tool_call_id),
     col(Message.created_at),
+    col(Message.author),
+    col(Message.staff_id),
 )
 
 
@@ -56,6 +60,8 @@ def to_chat_message(row: Any) -> ChatMessage:
     if row.tool_call_id:
         chat["tool_call_id"] = row.tool_call_id
     chat["created_at"] = row.created_at.isoformat()
+    if row.author == MessageAuthor.STAFF and row.staff_id is not None:
+        chat["author"] = f"staff:{row.staff_id}"
     index = getattr(row, "compressor_index", None)
     if index is not None:
         chat["memdesk_index"] = index

@@ -43,7 +43,7 @@ from app.models import (
     segment_title,
 )
 
-HEAD = "0010_staff_members"
+HEAD = "0011_conclusion_said_by"
 SessionDep = Annotated[Session, Depends(get_session)]
 ALL_TABLES = {
     "staff_members", "audit_events", "customers", "conversations", "messages", "context_segments", "compactions",
