@@ -3,8 +3,10 @@ within minutes of a summary model answering, instead of waiting for the nightly 
 
 A compaction made while both summary models were down (``Compaction.fallback_used``) yields no key decisions. Each
 tick (``Backfill.tick``) finds the conversations that have such a compaction reaching beyond their sync watermark,
-at most ``MAX_CONVERSATIONS_PER_TICK``, and runs the conclusion sync's own ``ConversationSyncer`` on each, so what
-counts as covered, the watermark and exactly-once stay the sync's; then it delivers the outbox. With no such
+at most ``MAX_CONVERSATIONS_PER_TICK``, and runs the conclusion sync's own ``ConversationSyncer`` on each, up to the
+last message the fallback compacted (later turns are still in the live context, and the next compaction summarizes
+them with a model, so no turn is summarized twice), so what counts as covered, the watermark and exactly-once stay
+the sync's; then it delivers the outbox. With no such
 conversation a tick makes no LLM call. While the models are still down the first conversation comes back ``failed``
 (the syncer will not keep fallback notes), and the tick stops there: the rest wait for the next tick. Conversations
 are taken in turn (a tick starts after the last one this process tried), so one that fails for a reason of its own
@@ -43,24 +45,24 @@ MAX_CONVERSATIONS_PER_TICK = 10
 MAX_CRON_STEP_MINUTES = 59
 
 
-def conversations_to_backfill(session: Session, limit: int, *, after: int = 0) -> list[int]:
-    """Internal ids of up to ``limit`` conversations with a fallback compaction past their watermark, in id order from
-    the first after ``after``, then around from the start."""
+def conversations_to_backfill(session: Session, limit: int, *, after: int = 0) -> list[tuple[int, int]]:
+    """Up to ``limit`` conversations with a fallback compaction past their watermark, each as its internal id and the
+    last message id the fallback compacted, in id order from the first after ``after``, then around from the
+    start."""
     statement = (
-        select(Conversation.id)
+        select(Conversation.id, func.max(Compaction.last_message_id))
         .join(Compaction, col(Compaction.conversation_id) == col(Conversation.id))
         .where(
             col(Compaction.fallback_used).is_(True),
             col(Compaction.last_message_id) > func.coalesce(col(Conversation.synced_through_message_id), 0),
         )
-        .distinct()
+        .group_by(col(Conversation.id))
         .order_by(col(Conversation.id))
     )
-    keys = [key for key in session.exec(statement.where(col(Conversation.id) > after).limit(limit)).all() if key]
-    if len(keys) < limit:
-        wrapped = session.exec(statement.where(col(Conversation.id) <= after).limit(limit - len(keys))).all()
-        keys += [key for key in wrapped if key]
-    return keys
+    found = list(session.exec(statement.where(col(Conversation.id) > after).limit(limit)).all())
+    if len(found) < limit:
+        found += session.exec(statement.where(col(Conversation.id) <= after).limit(limit - len(found))).all()
+    return [(key, through) for key, through in found if key is not None and through is not None]
 
 
 @dataclass
@@ -98,9 +100,9 @@ class Backfill:
         with Session(self.db) as session:
             keys = conversations_to_backfill(session, self.limit, after=self.cursor)
             session.commit()
-        for key in keys:
+        for key, through in keys:
             self.cursor = key
-            outcome = self.syncer.sync(key)
+            outcome = self.syncer.sync(key, through_message_id=through)
             report.conversations.append(outcome)
             if outcome.outcome == Outcome.FAILED:
                 break  # most likely the summary models are still down: spare them the rest until the next tick

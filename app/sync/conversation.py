@@ -79,7 +79,10 @@ class ConversationSyncer:
         self.engine_factory = engine_factory
         self.dry_run = dry_run
 
-    def sync(self, conversation_key: int) -> ConversationSync:
+    def sync(self, conversation_key: int, *, through_message_id: int | None = None) -> ConversationSync:
+        """Sync one conversation up to its latest message, or up to ``through_message_id`` (the quick backfill stops
+        at the end of what the fallback compacted: the turns after it are still in the live context, where the next
+        compaction summarizes them with a model)."""
         with Session(self.db, expire_on_commit=False) as session:
             conversation = session.get(Conversation, conversation_key)
             session.commit()
@@ -87,24 +90,23 @@ class ConversationSyncer:
                 return ConversationSync(str(conversation_key), Outcome.SKIPPED)
             public_id = conversation.public_id
             try:
-                return self._sync(session, conversation)
+                return self._sync(session, conversation, through_message_id)
             except Exception as error:  # one conversation's failure never stops the run; it is retried next run
                 session.rollback()
                 return ConversationSync(public_id, Outcome.FAILED, error=f"{type(error).__name__}: {error}")
 
-    def _sync(self, session: Session, conversation: Conversation) -> ConversationSync:
+    def _sync(self, session: Session, conversation: Conversation, limit: int | None) -> ConversationSync:
         assert conversation.id is not None
         watermark = conversation.synced_through_message_id or 0
-        rows = session.execute(
-            sa_select(*CONTEXT_COLUMNS)
-            .where(
-                col(Message.conversation_id) == conversation.id,
-                col(Message.id) > watermark,
-                col(Message.private).is_(False),
-                col(Message.role) != MessageRole.SYSTEM,
-            )
-            .order_by(col(Message.id))
-        ).all()
+        wanted = [
+            col(Message.conversation_id) == conversation.id,
+            col(Message.id) > watermark,
+            col(Message.private).is_(False),
+            col(Message.role) != MessageRole.SYSTEM,
+        ]
+        if limit is not None:
+            wanted.append(col(Message.id) <= limit)
+        rows = session.execute(sa_select(*CONTEXT_COLUMNS).where(*wanted).order_by(col(Message.id))).all()
         compactions = session.exec(
             select(Compaction).where(Compaction.conversation_id == conversation.id).order_by(col(Compaction.id))
         ).all()
