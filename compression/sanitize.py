@@ -1,4 +1,4 @@
-"""Malformed input made safe before aging, a preflight estimate or a compaction touches it.
+"""Malformed input made safe before aging or a compaction touches it.
 
 Hosts pass whatever their storage gave them; a context engine must not crash on it. ``sanitize_messages`` drops
 items that are not messages (``None``, strings, lists), gives a message without a usable role the role ``user`` only
@@ -117,8 +117,8 @@ def _clean_tool_calls(calls: Any, index: int, notes: list[str]) -> tuple[list[di
 
 def _is_clean(message: dict[str, Any]) -> bool:
     """The common case, checked cheaply: a known role, text content, well-formed tool calls and ids, all encodable."""
-    # Every message of a context passes here before each aging, estimate and compaction: ``isascii`` first, which
-    # answers at once for nearly all text, before the call that encodes.
+    # Every message of a context passes here at each aging and each compaction: ``isascii`` first, which answers
+    # at once for nearly all text, before the call that encodes.
     role = message.get("role")
     content = message.get("content")
     if role not in KNOWN_ROLES:
