@@ -9,10 +9,12 @@ pinned-identifier mechanism, not the summarizer). The baseline is the same sessi
 repeated at a 32k and a 128k window; ``cost_ratio`` adds what the summaries cost at example prices.
 
 Also reported: ``decisions`` (a session of weekday-phrased promises across several compactions and midnights,
-``benchmarks.decision_session``), ``cold_500_message_context`` (one compaction of a ~500-message context: first
-in fresh processes that read the messages as the app stores them, with the compressor index made when each was
-written, and without it as older rows have none; and as the app runs it in a process that saw them arrive), and
-``app_replay`` (the real app at an 8k window, ``benchmarks.compaction_replay``).
+``benchmarks.decision_session``), ``cold_500_message_context`` (a ~500-message context, in fresh processes that
+read the messages as the app stores them, with the compressor index made when each was written: ``compress``
+alone, also without the index as older rows have none, and ``compress_first_turn_cold_*``, everything the app runs
+on the context before the first LLM call of a turn: aging, the preflight estimate and the compaction, by the
+app's own functions; and one compaction in a process that saw the messages arrive), and ``app_replay`` (the real
+app at an 8k window, ``benchmarks.compaction_replay``). ``--cold-only`` runs ``cold_500_message_context`` alone.
 """
 
 from __future__ import annotations
@@ -24,11 +26,11 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmarks.harness.report import print_report
 from benchmarks.support_sessions import Session, generate_session, turn_messages
-from compression import ContextCompressor, create_engine, registered_engines
+from compression import ContextCompressor, ContextEngine, create_engine, registered_engines
 from compression.message_index import INDEX_KEY, default_extractor, index_message
 from compression.messages import ChatMessage
 from compression.pruning import clear_shrink_cache
@@ -39,6 +41,9 @@ from compression.tokens import (
     estimate_text_tokens,
 )
 from compression.types import Completion, Usage
+
+if TYPE_CHECKING:
+    from app.infra.metrics import Metrics
 
 CONTEXT_LENGTH = 32_000
 LARGE_CONTEXT_LENGTH = 128_000
@@ -254,18 +259,40 @@ COLD_PROCESS_SCRIPT = """
 import json, sys, time
 from benchmarks.compression import ScriptedSummarizer, MAIN_MODEL, SUMMARY_MODEL, CONTEXT_LENGTH, calibration_loop
 from compression import ContextCompressor
+first_turn = sys.argv[2] == "first_turn"
+if first_turn:  # the app's modules are imported before the clock starts, as in a running server
+    import app.turns.context_engines
+    from app.infra.metrics import Metrics
+    from benchmarks.compression import first_turn_compaction
+    metrics = Metrics()
 with open(sys.argv[1], encoding="utf-8") as file:
     messages = json.load(file)
 started = time.perf_counter()
 engine = ContextCompressor(model=MAIN_MODEL, context_length=CONTEXT_LENGTH, summary_llm=ScriptedSummarizer(),
                            summary_model_override=SUMMARY_MODEL)
 built, built_cpu = time.perf_counter(), time.process_time()
-engine.compress(messages)
+if first_turn:
+    first_turn_compaction(engine, messages, metrics)
+else:
+    engine.compress(messages)
 compressed, compressed_cpu = time.perf_counter(), time.process_time()
 calibration_loop()
 calibration_ms = (time.process_time() - compressed_cpu) * 1000
 print((built - started) * 1000, (compressed - built) * 1000, (compressed_cpu - built_cpu) * 1000, calibration_ms)
 """
+
+
+def first_turn_compaction(engine: ContextEngine, loaded: list[ChatMessage], metrics: Metrics) -> list[ChatMessage]:
+    """What ``app.turns.turn.AgentTurn`` runs on the context it loaded before the turn's first LLM call, with the
+    app's own steps: old tool output aged (``aged_context``), the preflight estimate on the aged context, its
+    compaction (a copy, as the turn hands it to a worker thread) and the aging of what the compaction returned.
+    The preparation step between aging and preflight is left out: it only adds the turn's lookups, if any."""
+    from app.turns.context_engines import aged_context
+
+    context = aged_context(engine, loaded, 0, metrics)
+    if engine.should_compress_preflight(context):
+        context = engine.compress(list(context)).messages
+    return aged_context(engine, context, 0, metrics)
 
 
 def calibration_loop() -> int:
@@ -298,17 +325,19 @@ def as_stored(messages: list[ChatMessage], *, with_index: bool) -> str:
     return json.dumps(messages, default=str)
 
 
-def time_cold_processes(stored: str, runs: int = COLD_RUNS_500) -> ColdRuns:
+def time_cold_processes(stored: str, runs: int = COLD_RUNS_500, *, first_turn: bool = False) -> ColdRuns:
     """The first compaction of a ~500-message context, each in a fresh Python process (imports and reading the
     messages not timed), and the construction of the engine before it (the first in the process compiles the
-    patterns and templates)."""
+    patterns and templates). With ``first_turn``, what is timed is all the app runs on the context before the
+    first LLM call of a turn (``first_turn_compaction``), not ``compress`` alone."""
+    mode = "first_turn" if first_turn else "compress"
     cold = ColdRuns()
     with tempfile.NamedTemporaryFile("w", suffix=".json", encoding="utf-8") as file:
         file.write(stored)
         file.flush()
         for _ in range(runs):
             output = subprocess.run(
-                [sys.executable, "-c", COLD_PROCESS_SCRIPT, file.name], capture_output=True, text=True, check=True
+                [sys.executable, "-c", COLD_PROCESS_SCRIPT, file.name, mode], capture_output=True, text=True, check=True
             ).stdout
             build_ms, compress_ms, compress_cpu_ms, calibration_ms = output.strip().splitlines()[-1].split()
             cold.builds.append(float(build_ms))
@@ -324,8 +353,10 @@ def _clear_caches() -> None:
 
 
 def time_500_message_context(session: Session) -> dict[str, Any]:
-    """One compaction of a ~500-message context: in fresh processes, and as the app runs it (preflight called once
-    per turn while the context grew, which indexes each new message once)."""
+    """One compaction of a ~500-message context: in fresh processes (``compress`` alone, with and without the
+    stored index, and the first turn's aging, preflight and compaction as the app runs them), and as the app runs
+    it in a process that saw the context grow (preflight called once per turn, which indexes each new message
+    once)."""
     turns = _first_500_messages(session)
     messages = [m for group in turns for m in group]
     warm, preflight = [], []
@@ -348,8 +379,10 @@ def time_500_message_context(session: Session) -> dict[str, Any]:
         started = time.perf_counter()
         engine.compress(messages)
         warm.append((time.perf_counter() - started) * 1000)
-    cold = time_cold_processes(as_stored(messages, with_index=True))
+    stored = as_stored(messages, with_index=True)
+    cold = time_cold_processes(stored)
     unindexed = time_cold_processes(as_stored(messages, with_index=False))
+    first_turn = time_cold_processes(stored, first_turn=True)
     return {
         "messages": len(messages),
         "tokens": estimate_messages_tokens(messages),
@@ -361,6 +394,10 @@ def time_500_message_context(session: Session) -> dict[str, Any]:
         "compress_500_cold_cpu_ms_p95": round(percentile(cold.compress_cpu, 0.95), 3),
         "compress_500_cold_unindexed_cpu_ms_p50": round(percentile(unindexed.compress_cpu, 0.50), 3),
         "compress_500_cold_unindexed_cpu_ms_p95": round(percentile(unindexed.compress_cpu, 0.95), 3),
+        "compress_first_turn_cold_ms_p50": round(percentile(first_turn.compress, 0.50), 3),
+        "compress_first_turn_cold_ms_p95": round(percentile(first_turn.compress, 0.95), 3),
+        "compress_first_turn_cold_cpu_ms_p50": round(percentile(first_turn.compress_cpu, 0.50), 3),
+        "compress_first_turn_cold_cpu_ms_p95": round(percentile(first_turn.compress_cpu, 0.95), 3),
         "engine_build_cold_ms_p50": round(percentile(cold.builds, 0.50), 3),
         "calibration_cpu_ms_p50": round(percentile(cold.calibration_cpu, 0.50), 3),
         "calibration_cpu_ms_p95": round(percentile(cold.calibration_cpu, 0.95), 3),
@@ -406,6 +443,9 @@ def run(*, app_replay: bool = True) -> dict[str, Any]:
         result[key] = result["decisions"][key]
     result["cold_500_message_context"] = time_500_message_context(session)
     result["compress_500_cold_ms_p95"] = result["cold_500_message_context"]["compress_500_cold_ms_p95"]
+    result["compress_first_turn_cold_cpu_ms_p95"] = result["cold_500_message_context"][
+        "compress_first_turn_cold_cpu_ms_p95"
+    ]
     if app_replay:
         from benchmarks.compaction_replay import replay_app
 
@@ -424,8 +464,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--no-app-replay", action="store_true", help="skip the replay through the real app")
+    parser.add_argument(
+        "--cold-only", action="store_true", help="only the ~500-message context in fresh processes and warm"
+    )
     args = parser.parse_args(argv)
-    result = run(app_replay=not args.no_app_replay)
+    cold_only = args.cold_only
+    result = time_500_message_context(generate_session()) if cold_only else run(app_replay=not args.no_app_replay)
     print_report(result, one_line=args.json)
     return 0
 

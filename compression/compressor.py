@@ -39,6 +39,7 @@ from compression.aging import (
     AgingResult,
     age_tool_results,
     aging_event,
+    remember_stub_identifiers,
 )
 from compression.assembly import NOTES_KEY, find_notes, insert_notes, notes_of, notes_role, repair_tool_sequence
 from compression.boundaries import group_start, head_end, must_keep_start, tail_start
@@ -47,8 +48,8 @@ from compression.decisions import DecisionLedger, ReconcileContext
 from compression.engine import ContextEngine, register_engine, trace_event
 from compression.facts import DEFAULT_FACT_PATTERNS, FactExtractor, FactPattern
 from compression.fallback import fallback_summary
-from compression.message_index import prime_caches, warm_caches
-from compression.messages import ChatMessage, content_text
+from compression.message_index import IndexPrimer, history_mark, warm_caches
+from compression.messages import ChatMessage
 from compression.pinning import PinnedIdentifiers, PinSelection, strip_pinned_block
 from compression.pruning import prune_tool_outputs
 from compression.sanitize import sanitize_messages
@@ -188,6 +189,7 @@ class ContextCompressor(ContextEngine):
         self._checks = 0
         self._recent_compactions: deque[int] = deque()
         self._indexed: tuple[int, tuple[object, ...]] = (0, ())
+        self._primer = IndexPrimer(self.extractor)
         self.update_model(model, context_length)
 
     # -- budgets ---------------------------------------------------------------------------------------------
@@ -229,7 +231,8 @@ class ContextCompressor(ContextEngine):
         return tokens >= self.threshold_tokens and self._breakers_allow(tokens)
 
     def should_compress_preflight(self, messages: list[ChatMessage]) -> bool:
-        """Estimate-based trigger; also indexes new messages so a later compaction finds its work cached."""
+        """Estimate-based trigger; also indexes new messages so a later compaction finds its work cached. Like a
+        compaction it takes any item: what is not a message counts nothing and is not indexed."""
         self._index(messages)
         return self.should_compress(estimate_messages_tokens(messages))
 
@@ -240,11 +243,11 @@ class ContextCompressor(ContextEngine):
         Called every turn, this costs only the turn's new messages and keeps ``compress`` itself fast.
         """
         start = self._unindexed_from(messages)
-        prime_caches(messages[start:], self.extractor)  # what the host stored with them is not done again
-        for message in messages[start:]:
-            if isinstance(message, dict):
-                warm_caches(message, self.extractor)
-        self._indexed = (len(messages), _fingerprint(messages, len(messages)))
+        self._primer.prime(messages)  # what the host stored with them is not done again
+        for position in self._primer.unindexed(start):
+            if isinstance(messages[position], dict):
+                warm_caches(messages[position], self.extractor)
+        self._indexed = (len(messages), history_mark(messages, len(messages)))
 
     @property
     def wants_stored_index(self) -> bool:
@@ -254,22 +257,23 @@ class ContextCompressor(ContextEngine):
     def _unindexed_from(self, messages: list[ChatMessage]) -> int:
         """Where the messages this engine has not indexed yet start (0 for a new engine or a different list)."""
         count, fingerprint = self._indexed
-        return count if count <= len(messages) and _fingerprint(messages, count) == fingerprint else 0
+        return count if count <= len(messages) and history_mark(messages, count) == fingerprint else 0
 
     def age_tool_results(self, messages: list[ChatMessage]) -> AgingResult:
         """Micro-compaction (``compression.aging``); a trace event whenever a new batch of results ages."""
         if not self.micro_compaction:
             return AgingResult(messages=messages)
         started = time.perf_counter()
+        self._primer.prime(messages)  # the stored index holds the reduced outputs the stubs are made of
         result = age_tool_results(
             messages, keep_recent_user_turns=self.keep_recent_tool_turns, min_batch_tokens=self.aging_batch_tokens
         )
         newly_aged = set(result.aged_call_ids) - self._aged_call_ids
         if newly_aged:
             self._aged_call_ids |= newly_aged
-            for message in result.messages:  # index the new stubs now, as preflight does for new messages
-                if message.get("role") == "tool" and message.get("tool_call_id") in newly_aged:
-                    self.extractor.extract(str(message.get("content")))
+            for stub in result.stubs:  # index the new stubs now, as preflight does for new messages
+                if stub.call_id in newly_aged:
+                    remember_stub_identifiers(stub, self.extractor)
             duration_ms = (time.perf_counter() - started) * 1000
             result.events.append(aging_event(messages, result, len(newly_aged), duration_ms))
         return result
@@ -286,7 +290,7 @@ class ContextCompressor(ContextEngine):
         current_tokens: int | None = None,
         focus_topic: str | None = None,
     ) -> CompressionResult:
-        prime_caches(messages[self._unindexed_from(messages) :], self.extractor)
+        self._primer.prime(messages)
         clean = sanitize_messages(messages)
         result = self._compress(clean.messages, current_tokens=current_tokens, focus_topic=focus_topic)
         if clean.dropped or clean.repaired:
@@ -488,13 +492,3 @@ def _latest_time(messages: Sequence[ChatMessage]) -> datetime | None:
         if moment is not None:
             return moment
     return None
-
-
-def _fingerprint(messages: Sequence[ChatMessage], count: int) -> tuple[object, ...]:
-    """What identifies the first ``count`` messages cheaply: their number and the last one's identity."""
-    if count == 0 or count > len(messages):
-        return (count,)
-    last = messages[count - 1]
-    if not isinstance(last, dict):
-        return (count, None)
-    return (count, last.get("role"), last.get("id"), last.get("tool_call_id"), content_text(last.get("content"))[:64])

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from compression.messages import ChatMessage, content_text, function_calls, safe_json_text
+from compression.sanitize import without_surrogates
 from compression.sections import (
     ACTIONS_TAKEN,
     CUSTOMER_GOAL,
@@ -29,7 +30,7 @@ FALLBACK_RECENT_HEADING = "## Last Turns Replaced (written without a summary mod
 
 
 def _one_line(text: str, limit: int = FALLBACK_ITEM_CHARS) -> str:
-    flat = " ".join(text.split())
+    flat = " ".join(without_surrogates(text).split())  # tool output decoded from JSON may hold a lone surrogate
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 

@@ -6,6 +6,8 @@ lives as long as the conversation pays for each message once. A new process (aft
 a deployment with several) would pay for the whole history at its first compaction. ``index_message`` does that
 work for one message when the host stores it; the host keeps the result beside the message and passes it back under
 ``INDEX_KEY``, and the compressor loads it into the process caches (``prime_caches``) instead of doing it again.
+An engine loads each history once (``IndexPrimer``): its aging takes the reduced tool output from it, and its
+preflight estimate and compaction work through only the messages without a usable index.
 
 An index is only believed for the exact text it was made from (a checksum) and by an extractor with the same
 fingerprint and this version of pruning; anything else, a malformed index included, is ignored and the work is done
@@ -15,13 +17,14 @@ as if there were none.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterable
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
 from compression.facts import FactExtractor, Found
-from compression.messages import ChatMessage, function_calls
+from compression.messages import ChatMessage, content_text, function_calls
 from compression.pruning import PRUNE_MIN_CHARS, is_pruned, remember_shrunk, shrink_tool_output
+from compression.sanitize import encodable
 
 INDEX_KEY = "memdesk_index"
 # Changes whenever pruning or extraction would produce something else for the same text, so older indexes are
@@ -80,24 +83,63 @@ def warm_caches(message: ChatMessage, extractor: FactExtractor) -> None:
         extractor.extract(call.arguments)
 
 
-def prime_caches(messages: Iterable[Any], extractor: FactExtractor) -> int:
+def prime_caches(messages: Sequence[Any], extractor: FactExtractor) -> int:
     """Load the index stored with each of ``messages`` into the process caches; returns how many were used."""
+    return len(messages) - len(_prime(messages, extractor))
+
+
+def _prime(messages: Sequence[Any], extractor: FactExtractor) -> list[int]:
+    """``prime_caches``, returning the positions of the messages whose stored index was not used."""
     version = _version(extractor)
-    used = 0
-    for message in messages:  # one pass over a whole history: the checks are inlined
+    unused: list[int] = []
+    for position, message in enumerate(messages):  # one pass over a whole history: the checks are inlined
         index = message.get(INDEX_KEY) if isinstance(message, dict) else None
-        if not isinstance(index, dict) or index.get("v") != version:
-            continue
-        content = message.get("content")
-        if content is None:
-            content = ""
-        elif not isinstance(content, str):
-            continue
-        if index.get("sum") == (_checksum(content) if content else 0) and _prime_one(
-            message, content, index, extractor
-        ):
-            used += 1
-    return used
+        if isinstance(index, dict) and index.get("v") == version:
+            content = message.get("content")
+            if content is None:
+                content = ""
+            if (
+                isinstance(content, str)
+                and index.get("sum") == (_checksum(content) if content else 0)
+                and _prime_one(message, content, index, extractor)
+            ):
+                continue
+        unused.append(position)
+    return unused
+
+
+class IndexPrimer:
+    """Loads the stored index of a growing history into the process caches, each message once: an engine's aging,
+    preflight estimate and compaction each start with it, on the same history (or on its aged copy, whose stubs
+    aging indexes). It keeps where the messages without a usable index are, the only ones left to work through."""
+
+    def __init__(self, extractor: FactExtractor) -> None:
+        self.extractor = extractor
+        self._primed: tuple[int, tuple[object, ...]] = (0, ())
+        self._unindexed: list[int] = []
+
+    def prime(self, messages: Sequence[ChatMessage]) -> None:
+        count, mark = self._primed
+        start = count if count <= len(messages) and history_mark(messages, count) == mark else 0
+        if start == 0:
+            self._unindexed = []
+        self._unindexed += [start + position for position in _prime(messages[start:], self.extractor)]
+        self._primed = (len(messages), history_mark(messages, len(messages)))
+
+    def unindexed(self, start: int) -> list[int]:
+        """Positions, from ``start`` on, of the primed messages that had no usable stored index."""
+        return [position for position in self._unindexed if position >= start]
+
+
+def history_mark(messages: Sequence[ChatMessage], count: int) -> tuple[object, ...]:
+    """What identifies the first ``count`` messages cheaply: their number and the last one's identity (aging
+    leaves the last messages alone, so a history and its aged copy have the same marks)."""
+    if count == 0 or count > len(messages):
+        return (count,)
+    last = messages[count - 1]
+    if not isinstance(last, dict):
+        return (count, None)
+    return (count, last.get("role"), last.get("id"), last.get("tool_call_id"), content_text(last.get("content"))[:64])
 
 
 def _prime_one(message: ChatMessage, content: str, index: dict[str, Any], extractor: FactExtractor) -> bool:
@@ -105,7 +147,8 @@ def _prime_one(message: ChatMessage, content: str, index: dict[str, Any], extrac
     if not isinstance(facts, list):
         return False
     if shrunk is not None:
-        if not (isinstance(shrunk, str) and _reduces(message, content)):
+        # A reduction with a lone surrogate was made before pruning replaced them: done again.
+        if not (isinstance(shrunk, str) and _reduces(message, content) and encodable(shrunk)):
             return False
         remember_shrunk(content, shrunk)
         extractor.remember(shrunk, facts or ())

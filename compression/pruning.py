@@ -16,6 +16,7 @@ from functools import lru_cache
 from typing import Any
 
 from compression.messages import ChatMessage
+from compression.sanitize import without_surrogates
 
 PRUNED_MARKER = "[memdesk:pruned]"
 PRUNE_MIN_CHARS = 1_200
@@ -107,7 +108,8 @@ def shrink_json(text: str) -> str | None:
         return None
     if not isinstance(document, (dict, list)):
         return None
-    reduced = _COMPACT_JSON.encode(_shrink_json_value(document, 0))
+    # Decoding turns the escape of a lone surrogate (\\ud800) into one, which UTF-8 cannot carry: replaced.
+    reduced = without_surrogates(_COMPACT_JSON.encode(_shrink_json_value(document, 0)))
     return f"{_header('JSON', text, 'kept ids, statuses, amounts and dates')}\n{reduced}"
 
 
@@ -208,7 +210,7 @@ def _shorten_arguments(arguments: str) -> str:
             return [shorten(item, depth + 1) for item in value[: JSON_LIST_KEEP * 2]]
         return value
 
-    shortened = json.dumps(shorten(parsed, 0), ensure_ascii=False)
+    shortened = without_surrogates(json.dumps(shorten(parsed, 0), ensure_ascii=False))
     if len(shortened) > TOOL_ARGUMENTS_MAX_CHARS:
         return json.dumps({"_truncated_arguments": shortened[:TOOL_ARGUMENT_STRING_MAX_CHARS] + "..."})
     return shortened

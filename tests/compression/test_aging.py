@@ -6,10 +6,13 @@ import itertools
 import json
 from typing import Any
 
-from compression import ContextCompressor
-from compression.aging import age_tool_results
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from compression import DEFAULT_FACT_PATTERNS, ContextCompressor, FactExtractor, FactPattern, clear_caches
+from compression.aging import Stub, age_tool_results, aged_stub, remember_stub_identifiers, stub_head, stub_text
 from compression.messages import ChatMessage
-from compression.pruning import PRUNED_MARKER
+from compression.pruning import PRUNED_MARKER, shrink_tool_output
 from compression.tokens import estimate_messages_tokens
 from tests.compression.conftest import ConversationBuilder, FakeSummaryLLM, order_payload
 
@@ -127,3 +130,62 @@ def test_micro_compaction_can_be_switched_off() -> None:
     engine = ContextCompressor(model="main", context_length=128_000, micro_compaction=False)
     messages = tool_turns(12).messages
     assert engine.age_tool_results(messages).messages is messages
+
+
+# Pieces that put identifiers, near-identifiers and line breaks at the edges of a stub's parts.
+EDGE_PIECES = st.sampled_from(
+    [
+        *'0123456789ABWZaz#$€+()-., \n\t"{}:@',
+        "1Z",
+        "123456",
+        "4567",
+        "USD",
+        " EUR",
+        "2026-11-",
+        "Dec 3, ",
+        "#W",
+        "jane@example.com",
+        "(555) ",
+        "555-",
+        "+1 ",
+        "$12.50",
+        "INFO ",
+        "ERROR ",
+        "…",
+    ]
+)
+EDGE_TEXT = st.lists(EDGE_PIECES, max_size=30).map("".join)
+TOOL_OUTPUT = st.one_of(
+    EDGE_TEXT,
+    st.dictionaries(st.sampled_from(["id", "status", "total", "note", "placed_at"]), EDGE_TEXT).map(json.dumps),
+    st.lists(st.tuples(st.sampled_from(["INFO", "ERROR", "WARN"]), EDGE_TEXT), min_size=3, max_size=8).map(
+        lambda lines: "\n".join(f"{level} {text}" for level, text in lines)
+    ),
+    st.lists(EDGE_TEXT.map(lambda text: text.replace(",", ";") + ",x,y"), min_size=7, max_size=9).map("\n".join),
+)
+
+
+def stub_of(output: str, call_id: str, name: str, arguments: str) -> Stub:
+    head, reduced = stub_head(call_id, name, arguments), shrink_tool_output(output)
+    return Stub(call_id, stub_text(head, reduced), head, reduced)
+
+
+@settings(max_examples=1_500, deadline=None)
+@given(output=TOOL_OUTPUT, call_id=EDGE_TEXT, name=EDGE_TEXT, arguments=EDGE_TEXT)
+def test_a_stub_yields_the_identifiers_a_scan_of_it_finds(output: str, call_id: str, name: str, arguments: str) -> None:
+    stub = stub_of(output, call_id, name, arguments)
+    assert stub.text == aged_stub(output, call_id, name, arguments)
+    clear_caches()
+    scanned = FactExtractor().extract(stub.text)
+    clear_caches()
+    remember_stub_identifiers(stub, FactExtractor())
+    assert FactExtractor().extract(stub.text) == scanned
+
+
+def test_patterns_that_can_match_across_lines_scan_the_whole_stub() -> None:
+    across = FactPattern("handoff", "Handoffs", r"result\.\nJSON")
+    extractor = FactExtractor((*DEFAULT_FACT_PATTERNS, across))
+    stub = stub_of(ERROR_OUTPUT, "call_9", "track_order", '{"order_number": "#W7000001"}')
+    clear_caches()
+    remember_stub_identifiers(stub, extractor)
+    assert ("handoff", "result.\nJSON") in extractor.extract(stub.text)

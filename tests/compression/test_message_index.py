@@ -10,7 +10,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compression import ContextCompressor, FactExtractor, clear_caches
+from benchmarks.support_sessions import generate_session, turn_messages
+from compression import CompressionResult, ContextCompressor, FactExtractor, clear_caches
 from compression.facts import _extract
 from compression.message_index import INDEX_KEY, default_extractor, index_message, prime_caches
 from compression.messages import ChatMessage
@@ -101,3 +102,59 @@ def test_a_malformed_index_never_breaks_a_compaction(garbage: dict[str, Any]) ->
 def test_content_in_parts_gets_no_index() -> None:
     parts = [{"type": "text", "text": "order #W2378156"}]
     assert index_message({"role": "user", "content": parts}, default_extractor()) is None
+
+
+def realistic_session(turns: int = 120) -> list[ChatMessage]:
+    """The benchmark's support session (orders, shipment logs, order tables), as chat messages."""
+    messages: list[ChatMessage] = [{"role": "system", "content": "You are the support assistant of Acme Kitchen."}]
+    call_id = 0
+    for turn in generate_session().turns[:turns]:
+        user, rounds, reply = turn_messages(turn, call_id)
+        call_id += len(turn.tool_calls)
+        messages += [*user, *(m for r in rounds for m in r), reply]  # type: ignore[list-item]
+    return messages
+
+
+def first_turn(messages: list[ChatMessage]) -> tuple[list[ChatMessage], CompressionResult, int, int]:
+    """What a new process runs on a loaded context before the first LLM call: aging, the preflight estimate and
+    the compaction; with the identifier scans and tool-output reductions it did."""
+    clear_caches()
+    scans, reductions = _extract.cache_info().misses, _shrink.cache_info().misses
+    engine = ContextCompressor(model="main-model", context_length=16_000, summary_llm=FakeSummaryLLM())
+    aged = engine.age_tool_results(messages).messages
+    assert engine.should_compress_preflight(aged)
+    result = engine.compress(list(aged))
+    return aged, result, _extract.cache_info().misses - scans, _shrink.cache_info().misses - reductions
+
+
+def without_index(messages: list[ChatMessage]) -> list[dict[str, Any]]:
+    return [{key: value for key, value in message.items() if key != INDEX_KEY} for message in messages]
+
+
+def test_a_first_turn_ages_and_compacts_from_the_stored_index_exactly_as_without_it() -> None:
+    messages = realistic_session()
+    plain_aged, plain, plain_scans, plain_reductions = first_turn(json.loads(json.dumps(messages)))
+    aged, result, scans, reductions = first_turn(stored(messages))
+    stubs = sum(1 for m in aged if m["role"] == "tool" and "aged result of" in str(m["content"]))
+    assert stubs >= 20 and plain_reductions >= 20, "old tool output aged, each reduced without an index"
+    assert without_index(aged) == plain_aged, "the same stubs"
+    assert without_index(result.messages) == without_index(plain.messages)
+    assert (result.summary, result.key_decisions) == (plain.summary, plain.key_decisions)
+    assert reductions == 0, "aging took every reduced output from the stored index"
+    assert scans <= stubs + len(result.key_decisions) < plain_scans, "only the stubs' heads and new notes scanned"
+
+
+def test_a_history_stored_partly_before_indexing_ages_and_compacts_the_same() -> None:
+    messages = realistic_session(80)
+    rows = stored(messages)
+    older = rows[: len(rows) // 2]  # stored before the index existed, or by an extractor with other patterns
+    for row in older[::2]:
+        row.pop(INDEX_KEY, None)
+    for row in older[1::2]:
+        if INDEX_KEY in row:
+            row[INDEX_KEY]["v"] = "1:older-patterns"
+    plain_aged, plain, _, _ = first_turn(json.loads(json.dumps(messages)))
+    aged, result, _, reductions = first_turn(rows)
+    assert without_index(aged) == plain_aged
+    assert (result.summary, result.key_decisions) == (plain.summary, plain.key_decisions)
+    assert reductions > 0, "the older rows' tool output was reduced again"
