@@ -7,10 +7,10 @@ id are not scoped), and every result is checked again before it leaves this modu
 Storing is memdesk's decision, not Mem0's (``add(infer=False)``): a conclusion is stored once per content hash; a
 newer conclusion of the same kind about the same subject (the same order or other object; for a preference, the
 same topic) supersedes the older one (marked ``superseded`` with what replaced it, when and why, kept for the
-record, no longer recalled: ``memory.supersession``); a memory a human edited, confirmed (``lock``) or added
-(``add_locked``) is locked and never superseded automatically (the newer automatic conclusion is the one marked
-superseded); an edit keeps its history in Mem0's history table and replaces the due date and expiry with the ones
-its caller gives.
+record, no longer recalled: ``memory.supersession``); a memory a human edited, confirmed (``lock``, which keeps its
+due date and expiry) or added (``add_locked``) is locked and never superseded automatically (the newer automatic
+conclusion is the one marked superseded); an edit keeps its history in Mem0's history table and replaces the due
+date and expiry with the ones its caller gives.
 
 The embedded store (``memory.sqlite_store``, one SQLite file keyed by customer) may be opened by several processes
 at once (the server, the CLI, a second worker): SQLite serializes their writes, and read-then-write sequences
@@ -48,7 +48,7 @@ from memory.errors import (
     MemoryStoreBusyError,
     MemoryStoreLockedError,
 )
-from memory.items import as_item, check_customer_id, human_mark
+from memory.items import as_date, as_item, check_customer_id, human_mark
 from memory.locks import SequenceLock, SerializedClient, creation_serialized, held
 from memory.query_cache import CachingEmbedder, QueryEmbeddingCache
 from memory.supersession import Comparison, embedder_key, supersession_marks
@@ -324,10 +324,16 @@ class CustomerMemory:
             return as_item(self._owned(customer_id, memory_id), customer_id)
 
     def lock(self, customer_id: str, memory_id: str, *, editor: str) -> MemoryItem:
-        """Lock a memory as it is: a human confirmed it, so no automatic write may supersede it."""
+        """Lock a memory as it is: a human confirmed it, so no automatic write may supersede it. Its due date and
+        expiry stay; the expiry is also written as ``expires_on``, the date a person set or confirmed."""
         with self._serialized():
-            self._owned(customer_id, memory_id)
-            self._mem0.update(memory_id, metadata=human_mark(editor))
+            raw = self._owned(customer_id, memory_id)
+            expiry = as_date(raw.get("expiration_date"))
+            self._mem0.update(
+                memory_id,
+                metadata={**human_mark(editor), "expires_on": expiry.isoformat() if expiry else None},
+                expiration_date=expiry.isoformat() if expiry else None,
+            )
             return as_item(self._owned(customer_id, memory_id), customer_id)
 
     def add_locked(self, conclusion: Conclusion, *, editor: str, expiration_date: date | None = None) -> MemoryItem:

@@ -1,5 +1,5 @@
 """Supersession on real Mem0 with the local MiniLM embedder: by subject (orders, not the customer's phone or email),
-by preference topic, with what replaced what, when and why."""
+by preference topic, with what replaced what, when and why; and locking keeps a promise's dates."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memory.conclusions import Conclusion, ConclusionKind, ConclusionSource, MemoryItem
+from memory.conclusions import PROMISE_GRACE_DAYS, Conclusion, ConclusionKind, ConclusionSource, MemoryItem
 from memory.config import EmbedderKind, MemoryOptions
 from memory.store import CustomerMemory
 from memory.supersession import HUMAN_EDIT_WINS
@@ -121,3 +121,11 @@ def test_every_supersession_records_what_replaced_it_when_and_why(minilm_memory:
     human_wrote = "a human wrote the memory that replaces it (same topic (contact channel): newer preference)"
     assert_superseded(memories[automatic], written.id, human_wrote, since)
     assert {item.id for item in memories.values() if item.active} == {second, written.id}
+
+
+def test_locking_a_promise_keeps_its_due_date_and_expiry(minilm_memory: CustomerMemory) -> None:
+    (memory_id,) = minilm_memory.remember([promise("37", f"Refund of $42.10 for #W5555555 by {SOON}", "#W5555555")])
+    locked = minilm_memory.lock("37", memory_id, editor="staff:ana")
+    assert locked.locked and locked.due_date == SOON
+    assert locked.metadata["expires_on"] == (SOON + timedelta(days=PROMISE_GRACE_DAYS)).isoformat()
+    assert [item.id for item in minilm_memory.active_promises("37")] == [memory_id]
