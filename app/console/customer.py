@@ -67,6 +67,7 @@ class MemoryView:
     superseded_by: str | None
     supersedes: list[str]
     edited_by: str | None
+    superseded_reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -145,6 +146,7 @@ def memory_views(items: list[MemoryItem]) -> list[MemoryView]:
             superseded_by=item.superseded_by,
             supersedes=supersedes.get(item.id, []),
             edited_by=item.metadata.get("edited_by"),
+            superseded_reason=item.metadata.get("superseded_reason"),
         )
         for item in ordered
     ]
