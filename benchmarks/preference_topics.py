@@ -7,13 +7,13 @@ and two rules are scored at each candidate threshold, with precision, recall and
   similar to, if that similarity reaches the threshold; a pair is the same topic when both get the same one;
 - ``pairs``: a pair is the same topic when the two preferences' own similarity reaches the threshold.
 
-The report names the best threshold (highest F1) of each rule; the one to choose for
+The report names the best threshold (highest F1, the higher threshold on a tie) of each rule; the one to choose for
 ``memory.subjects.TOPIC_MIN_SIMILARITY`` is the best of the ``topics`` thresholds that merge no different-topic pair
 (a wrong merge hides a preference the customer still holds, a missed one leaves two active), shown next to the
-constant's value; and
-how the rule memdesk applies (``memory.conclusions.same_decision``: the topics decide when either preference has one,
-else their similarity must reach ``SAME_MEANING_MIN_SIMILARITY``) scores on the set, with the pairs it gets wrong and
-the different-topic pairs it merges; and the same for that similarity rule alone, as it was before topics.
+constant's value. It also scores the rule memdesk applies (``memory.conclusions.same_decision``: the topics decide
+when either preference has one, else their similarity must reach ``SAME_MEANING_MIN_SIMILARITY``), with the pairs it
+gets wrong and the different-topic pairs it merges, and the similarity rule alone (``SAME_MEANING_MIN_SIMILARITY``
+on every pair) the same way.
 """
 
 from __future__ import annotations
@@ -183,7 +183,7 @@ def measure() -> dict[str, Any]:
 
 
 def _best(by_threshold: dict[str, dict[str, Any]]) -> str:
-    return max(by_threshold, key=lambda threshold: (by_threshold[threshold]["f1"], -float(threshold)))
+    return max(by_threshold, key=lambda threshold: (by_threshold[threshold]["f1"], float(threshold)))
 
 
 def _without_wrong(by_threshold: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
