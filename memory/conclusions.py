@@ -9,13 +9,13 @@ that is already there instead of adding a second one.
 from __future__ import annotations
 
 import hashlib
-import math
-import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from enum import StrEnum
 from typing import Any
+
+from memory.subjects import describe, matching_identifiers, normalized, object_subjects
 
 
 class ConclusionKind(StrEnum):
@@ -44,27 +44,11 @@ PROMISE_GRACE_DAYS = 30
 # refunds of different amounts), so identifier-free items need 0.65 and items whose values differ need 0.80.
 SAME_MEANING_MIN_SIMILARITY = 0.65
 CHANGED_VALUE_MIN_SIMILARITY = 0.80
-_AMOUNT = re.compile(r"^[$€£¥]|\b(?:USD|EUR|GBP|JPY|CAD|AUD|CHF)$")
 
 
 def content_hash(customer_id: str, kind: str, text: str) -> str:
     normalized = " ".join(text.lower().split())
     return hashlib.sha256(f"{customer_id}\x1f{kind}\x1f{normalized}".encode()).hexdigest()
-
-
-def _normalized(identifiers: Iterable[str]) -> frozenset[str]:
-    return frozenset("".join(value.split()).lower() for value in identifiers)
-
-
-def subject_identifiers(identifiers: Iterable[str]) -> frozenset[str]:
-    """What a decision is about (orders, tracking numbers, contacts), without the amounts it names."""
-    return _normalized(value for value in identifiers if not _AMOUNT.search(value.strip()))
-
-
-def cosine(first: Sequence[float], second: Sequence[float]) -> float:
-    dot = sum(a * b for a, b in zip(first, second, strict=False))
-    norms = math.sqrt(sum(a * a for a in first)) * math.sqrt(sum(b * b for b in second))
-    return dot / norms if norms else 0.0
 
 
 def same_decision(
@@ -74,23 +58,65 @@ def same_decision(
     metadata: Mapping[str, Any],
     other_text: str,
     similarity: Callable[[str, str], float],
+    topic: Callable[[str], str | None] | None = None,
 ) -> bool:
-    """Whether a stored memory (``metadata``, ``other_text``) is the same decision as a new one, reworded or updated.
+    """Whether a stored memory (``metadata``, ``other_text``) is the same decision as a new one, reworded or updated
+    (see ``decision_match``)."""
+    return decision_match(kind, identifiers, text, metadata, other_text, similarity, topic) is not None
 
-    Same kind and the same identifiers; or a shared subject with new values (a new amount) and nearly the same
-    meaning; or, for items without identifiers (most preferences), the same meaning by embedding similarity.
+
+def decision_match(
+    kind: str,
+    identifiers: Sequence[str],
+    text: str,
+    metadata: Mapping[str, Any],
+    other_text: str,
+    similarity: Callable[[str, str], float],
+    topic: Callable[[str], str | None] | None = None,
+) -> str | None:
+    """Why a stored memory is the same decision as a new one of the same kind, or None when it is not.
+
+    Preferences are matched by topic (``topic``, see ``memory.subjects.TopicIndex``) when either of them has one.
+    Otherwise what matters is the subject (``memory.subjects``; customer-level identifiers never count): the same
+    identifiers; or a shared object subject (order, ticket, parcel) with new values and nearly the same meaning; or,
+    for items without an object subject or values, the same meaning by embedding similarity.
     """
     if metadata.get("kind") != kind:
-        return False
-    mine, theirs = _normalized(identifiers), _normalized(metadata.get("identifiers") or ())
+        return None
+    if kind == ConclusionKind.PREFERENCE.value and topic is not None:
+        mine, theirs = topic(text), topic(other_text)
+        if mine is not None or theirs is not None:
+            return f"same topic ({mine}): newer preference" if mine == theirs else None
+    return _subject_match(identifiers, metadata.get("identifiers") or (), text, other_text, similarity)
+
+
+def _subject_match(
+    identifiers: Sequence[str],
+    other_identifiers: Sequence[str],
+    text: str,
+    other_text: str,
+    similarity: Callable[[str, str], float],
+) -> str | None:
+    mine, theirs = matching_identifiers(identifiers), matching_identifiers(other_identifiers)
+    objects, other_objects = object_subjects(identifiers), object_subjects(other_identifiers)
     if mine and mine == theirs:
-        return True
-    if mine and theirs:
-        shared = subject_identifiers(identifiers) & subject_identifiers(metadata.get("identifiers") or ())
-        return bool(shared) and similarity(text, other_text) >= CHANGED_VALUE_MIN_SIMILARITY
+        return f"same {_subject_label(identifiers, objects or mine)}, newer version"
+    if objects and other_objects:
+        shared = objects & other_objects
+        if shared and similarity(text, other_text) >= CHANGED_VALUE_MIN_SIMILARITY:
+            return f"same {_subject_label(identifiers, shared)}, newer version with changed values"
+        return None
     if mine or theirs:
-        return False  # one is about something specific, the other is not
-    return similarity(text, other_text) >= SAME_MEANING_MIN_SIMILARITY
+        return None  # one is about something specific, or their values differ
+    score = similarity(text, other_text)
+    if score >= SAME_MEANING_MIN_SIMILARITY:
+        return f"same meaning (similarity {score:.2f}), no order or other subject: newer version"
+    return None
+
+
+def _subject_label(identifiers: Sequence[str], wanted: frozenset[str]) -> str:
+    named = sorted({value.strip() for value in identifiers if normalized(value) in wanted})
+    return " and ".join(describe(value) for value in named)
 
 
 @dataclass(frozen=True)

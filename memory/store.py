@@ -5,10 +5,12 @@ every call by memory id first checks that the memory belongs to that customer (M
 id are not scoped), and every result is checked again before it leaves this module.
 
 Storing is memdesk's decision, not Mem0's (``add(infer=False)``): a conclusion is stored once per content hash; a
-newer conclusion of the same kind about the same identifier supersedes the older one (marked ``superseded``, kept
-for the record, no longer recalled); a memory a human edited, confirmed (``lock``) or added (``add_locked``) is
-locked and never superseded automatically (the newer automatic conclusion is the one marked superseded); an edit
-keeps its history in Mem0's history table and replaces the due date and expiry with the ones its caller gives.
+newer conclusion of the same kind about the same subject (the same order or other object; for a preference, the
+same topic) supersedes the older one (marked ``superseded`` with what replaced it, when and why, kept for the
+record, no longer recalled: ``memory.supersession``); a memory a human edited, confirmed (``lock``, which keeps its
+due date and expiry) or added (``add_locked``) is locked and never superseded automatically (the newer automatic
+conclusion is the one marked superseded); an edit keeps its history in Mem0's history table and replaces the due
+date and expiry with the ones its caller gives.
 
 The embedded store (``memory.sqlite_store``, one SQLite file keyed by customer) may be opened by several processes
 at once (the server, the CLI, a second worker): SQLite serializes their writes, and read-then-write sequences
@@ -37,15 +39,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from memory.conclusions import (
-    PROMISE_GRACE_DAYS,
-    Conclusion,
-    ConclusionKind,
-    MemoryItem,
-    MemoryStatus,
-    cosine,
-    same_decision,
-)
+from memory.conclusions import PROMISE_GRACE_DAYS, Conclusion, ConclusionKind, MemoryItem, MemoryStatus
 from memory.config import EmbedderKind, MemoryOptions, VectorStoreKind, build_mem0_config, prepare_environment
 from memory.errors import (
     CustomerMemoryError,
@@ -54,9 +48,10 @@ from memory.errors import (
     MemoryStoreBusyError,
     MemoryStoreLockedError,
 )
-from memory.items import as_item, check_customer_id, human_mark
+from memory.items import as_date, as_item, check_customer_id, human_mark
 from memory.locks import SequenceLock, SerializedClient, creation_serialized, held
 from memory.query_cache import CachingEmbedder, QueryEmbeddingCache
+from memory.supersession import Comparison, embedder_key, supersession_marks
 
 __all__ = [
     "CustomerMemory",
@@ -116,6 +111,7 @@ class CustomerMemory:
 
             attach_embedder(self._mem0, chosen)
         self._embedder = chosen
+        self._embedder_key = embedder_key(self._mem0.embedding_model)
         self.query_cache = QueryEmbeddingCache()
         self._query_embedder = CachingEmbedder(self._mem0.embedding_model, self.query_cache)
         self._mem0.embedding_model = self._query_embedder
@@ -288,49 +284,11 @@ class CustomerMemory:
     def _supersede(
         self, conclusion: Conclusion, new_id: str, known: Sequence[dict[str, Any]], *, new_is_locked: bool = False
     ) -> None:
-        """Mark older active memories that are the same decision (``memory.conclusions.same_decision``: same kind
-        and identifiers, or the same meaning by embedding similarity) as superseded by ``new_id``; when one of them
-        is locked (a human edited it), the human's version wins and ``new_id`` is superseded. A new memory that a
-        human wrote (``new_is_locked``) supersedes the automatic ones and leaves other locked ones alone."""
-        vectors: dict[str, list[float]] = {}
-
-        def similarity(first: str, second: str) -> float:
-            for text in (first, second):
-                if text not in vectors:
-                    vectors[text] = list(self._mem0.embedding_model.embed(text, "search"))
-            return cosine(vectors[first], vectors[second])
-
-        related = []
-        for raw in known:
-            metadata = raw.get("metadata") or {}
-            if metadata.get("status", MemoryStatus.ACTIVE.value) != MemoryStatus.ACTIVE.value:
-                continue
-            text = str(raw.get("memory") or "")
-            if same_decision(
-                conclusion.kind.value, conclusion.identifiers, conclusion.text, metadata, text, similarity
-            ):
-                related.append(raw)
-        locked = [raw for raw in related if (raw.get("metadata") or {}).get("locked")]
-        now = datetime.now(UTC).isoformat()
-        if new_is_locked:
-            related = [raw for raw in related if raw not in locked]
-        elif locked:
-            reason = "a human edited the memory it contradicts"
-            self._mem0.update(
-                new_id,
-                metadata={
-                    "status": MemoryStatus.SUPERSEDED.value,
-                    "superseded_by": str(locked[0]["id"]),
-                    "superseded_at": now,
-                    "superseded_reason": reason,
-                },
-            )
-            return
-        for raw in related:
-            self._mem0.update(
-                str(raw["id"]),
-                metadata={"status": MemoryStatus.SUPERSEDED.value, "superseded_by": new_id, "superseded_at": now},
-            )
+        """Mark the memories that ``new_id`` supersedes, or ``new_id`` itself when a human's version wins
+        (``memory.supersession``)."""
+        comparison = Comparison(lambda text: self._mem0.embedding_model.embed(text, "search"), self._embedder_key)
+        for memory_id, marks in supersession_marks(conclusion, new_id, known, comparison, new_is_locked=new_is_locked):
+            self._mem0.update(memory_id, metadata=marks)
 
     def edit(
         self,
@@ -366,10 +324,16 @@ class CustomerMemory:
             return as_item(self._owned(customer_id, memory_id), customer_id)
 
     def lock(self, customer_id: str, memory_id: str, *, editor: str) -> MemoryItem:
-        """Lock a memory as it is: a human confirmed it, so no automatic write may supersede it."""
+        """Lock a memory as it is: a human confirmed it, so no automatic write may supersede it. Its due date and
+        expiry stay; the expiry is also written as ``expires_on``, the date a person set or confirmed."""
         with self._serialized():
-            self._owned(customer_id, memory_id)
-            self._mem0.update(memory_id, metadata=human_mark(editor))
+            raw = self._owned(customer_id, memory_id)
+            expiry = as_date(raw.get("expiration_date"))
+            self._mem0.update(
+                memory_id,
+                metadata={**human_mark(editor), "expires_on": expiry.isoformat() if expiry else None},
+                expiration_date=expiry.isoformat() if expiry else None,
+            )
             return as_item(self._owned(customer_id, memory_id), customer_id)
 
     def add_locked(self, conclusion: Conclusion, *, editor: str, expiration_date: date | None = None) -> MemoryItem:

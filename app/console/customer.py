@@ -73,6 +73,7 @@ class MemoryView:
     supersedes: list[str]
     edited_by: str | None
     said_by: str | None = None  # "promised by <staff name>", "by the bot", or None when unknown
+    superseded_reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -152,6 +153,7 @@ def memory_views(items: list[MemoryItem]) -> list[MemoryView]:
             supersedes=supersedes.get(item.id, []),
             edited_by=item.metadata.get("edited_by"),
             said_by=_said_by(item),
+            superseded_reason=item.metadata.get("superseded_reason"),
         )
         for item in ordered
     ]

@@ -5,8 +5,10 @@ support exchange about the customer's real seeded orders, with the order lookups
 (so the transcript holds real tool calls and results). Each conversation is then compacted for real: the
 ``ContextCompressor`` runs over it with no summary model, so its deterministic fallback writes the notes, and the
 overlay and the new segment are stored as a live turn would store them. The conclusions of each conversation (what
-was decided, promised and learned, which a summary model would extract) go to the conclusions outbox in the same
-transaction; ``deliver_history`` then delivers the outbox to long-term memory, the way the server does.
+was decided, promised and learned, which a summary model would extract) are keyed as the summary model's items are
+(P1, D1, C1), listed in the notes' Key Decisions, Promises & Commitments and Customer Preferences sections, and go to
+the conclusions outbox in the same transaction; ``deliver_history`` then delivers the outbox to long-term memory,
+the way the server does.
 
 It is idempotent: a customer who already has a seeded conversation (``HISTORY_TITLE_PREFIX``) is skipped. Promise
 due dates are counted from today, not from the demo's base date, so they are still open when the demo is tried.
@@ -15,8 +17,10 @@ due dates are counted from today, not from the demo's base date, so they are sti
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
+from typing import cast
 
 from sqlmodel import Session, col, func, select
 
@@ -28,7 +32,9 @@ from app.models import OrderStatus as Status
 from app.tools import ToolContext, ToolRegistry
 from app.turns.context import load_context, record_compaction, start_first_segment
 from compression import ContextCompressor
-from compression.types import KeyDecision
+from compression.decisions import DECISION_SECTIONS, KEY_PREFIX, render_item
+from compression.sections import replace_section_items
+from compression.types import KeyDecision, KeyDecisionKind
 
 HISTORY_TITLE_PREFIX = "Earlier conversation"
 # The window the history is compacted for: a small model's, so a short scripted conversation outgrows it.
@@ -183,22 +189,15 @@ def _seed_conversation(
     context = load_context(session, conversation.id, HISTORY_SYSTEM_PROMPT)
     compressor = ContextCompressor(model="demo-history", context_length=HISTORY_CONTEXT_LENGTH)
     result = compressor.compress(list(context))
+    decisions = _key_decisions(script, order, today)
+    if result.summary is not None:
+        result.summary = _with_decisions(result.summary, decisions)
     compaction = record_compaction(
         session, conversation_id=conversation.id, context=context, result=result, main_model="demo-history",
         cost_usd=None,
     )  # fmt: skip
     if compaction is None:
         return False, 0
-    decisions = [
-        KeyDecision(
-            kind=kind,  # type: ignore[arg-type]  # the scripts only use the three kinds
-            text=text.format(order=order.number),
-            due_date=today + timedelta(days=due) if due is not None else None,
-            identifiers=(order.number,),
-            key=f"{script.title}-{index}",
-        )
-        for index, (kind, text, due) in enumerate(script.conclusions)
-    ]
     queued = enqueue_key_decisions(
         session,
         customer_id=customer.id,
@@ -211,6 +210,34 @@ def _seed_conversation(
     conversation.synced_through_message_id = last_message
     session.add(conversation)
     return True, len(queued)
+
+
+def _key_decisions(script: ScriptedConversation, order: Order, today: date) -> list[KeyDecision]:
+    """The script's conclusions as the summary model's notes would key them (P1, D1, C1, ...)."""
+    counts: Counter[str] = Counter()
+    decisions = []
+    for kind, text, due in script.conclusions:
+        decision_kind = cast(KeyDecisionKind, kind)
+        counts[decision_kind] += 1
+        decisions.append(
+            KeyDecision(
+                kind=decision_kind,
+                text=text.format(order=order.number),
+                due_date=today + timedelta(days=due) if due is not None else None,
+                identifiers=(order.number,),
+                key=f"{KEY_PREFIX[decision_kind]}{counts[decision_kind]}",
+            )
+        )
+    return decisions
+
+
+def _with_decisions(summary: str, decisions: list[KeyDecision]) -> str:
+    """The fallback notes know nothing of the scripted conclusions: list each in its section, as the summary model
+    writes them, so the notes the bot reads and the key decisions of the compaction agree."""
+    for title, kind in DECISION_SECTIONS.items():
+        items = [render_item(decision) for decision in decisions if decision.kind == kind]
+        summary = replace_section_items(summary, title, items)
+    return summary
 
 
 def _write_transcript(

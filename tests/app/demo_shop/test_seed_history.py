@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from sqlmodel import Session, col, select
@@ -12,6 +13,7 @@ from app.demo_shop import seed_demo
 from app.demo_shop.history import HISTORY_TITLE_PREFIX, seed_history
 from app.models import Compaction, Conversation, Customer, Message, MessageRole
 from app.models import Conclusion as ConclusionRow
+from compression.decisions import parse_items
 from tests.support.live_app import run_live_app
 from tests.support.scripted_llm import ScriptedLLMServer
 from tests.support.settings import app_settings
@@ -53,3 +55,29 @@ def test_seeded_history_is_compacted_delivered_to_memory_and_recalled_in_the_fir
     assert "<customer-memory>" in turn_context and "Open promises to this customer" in turn_context
     assert "replacement glass lid" in turn_context and "carrier's answer" in turn_context
     assert maya.name == "Maya Thompson"
+
+
+def test_each_seeded_compaction_lists_exactly_the_promises_and_decisions_its_card_holds(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'demo.db'}"
+    migrate(url)
+    engine = create_db_engine(url)
+    with Session(engine) as session:
+        seed_demo(session)
+        seed_history(session)
+        compactions = session.exec(select(Compaction)).all()
+        conclusions = session.exec(select(ConclusionRow)).all()
+    engine.dispose()
+    assert len(compactions) == 3
+    for compaction in compactions:
+        card = [
+            row
+            for row in conclusions
+            if (row.source_message_first_id, row.source_message_last_id)
+            == (compaction.first_message_id, compaction.last_message_id)
+        ]
+        noted = {(item.kind, item.text, item.due_field or "none") for item in parse_items(compaction.summary)}
+        held = {(str(row.kind), row.text, row.due_date.isoformat() if row.due_date else "none") for row in card}
+        assert noted == held, compaction.summary
+        promises = [item for item in parse_items(compaction.summary) if item.kind == "promise"]
+        assert all(item.tag and item.tag.startswith("P") for item in promises)
+    assert sum(row.kind == "promise" for row in conclusions) == 2
