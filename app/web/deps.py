@@ -11,8 +11,10 @@ and the CSRF token checked on state-changing requests), or a role-checked one su
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from datetime import date, datetime
 from typing import Annotated, Any
 from urllib.parse import urlencode
+from zoneinfo import ZoneInfo
 
 import anyio
 from fastapi import Depends, HTTPException, Query, Request, status
@@ -113,6 +115,15 @@ def get_sync(services: ServicesDep) -> SyncSchedule | SyncTimetable | None:
 
 
 SettingsDep = Annotated[Settings, Depends(get_app_settings)]
+
+
+def shop_today(settings: SettingsDep) -> date:
+    """Today on the shop's calendar (``MEMDESK_TIMEZONE``), which dates staff write are resolved against, as the
+    compressor resolves the bot's."""
+    return datetime.now(ZoneInfo(settings.timezone)).date()
+
+
+ShopTodayDep = Annotated[date, Depends(shop_today)]
 DbDep = Annotated[Engine, Depends(get_db)]
 BrokerDep = Annotated[EventBroker, Depends(get_broker)]
 TurnsDep = Annotated[TurnScheduler, Depends(get_turns)]

@@ -22,7 +22,7 @@ from app.console.permissions import Permission, Staff
 from app.customer_memory.service import MemoryService
 from app.models import Customer
 from app.web.console.common import ConsoleError, page
-from app.web.deps import DbDep, MemoryDep, MemoryEditorDep, ToolsDep, WorkerDep
+from app.web.deps import DbDep, MemoryDep, MemoryEditorDep, ShopTodayDep, ToolsDep, WorkerDep
 from memory.conclusions import ConclusionKind
 from memory.store import CustomerMemoryError, MemoryNotFoundError
 
@@ -105,13 +105,9 @@ async def _changed(
     return await _memories_fragment(request, memory, db, staff, profile)
 
 
-def _dates(kind: str, text: str, due: str, expires: str) -> memories.MemoryDates:
+def _dates(kind: str, text: str, due: str, expires: str, today: date) -> memories.MemoryDates:
     return memories.derive_dates(
-        kind,
-        text,
-        due_field=_date(due, "due date"),
-        expiry_field=_date(expires, "expiry date"),
-        today=date.today(),
+        kind, text, due_field=_date(due, "due date"), expiry_field=_date(expires, "expiry date"), today=today
     )
 
 
@@ -122,6 +118,7 @@ async def add_memory(
     db: DbDep,
     memory: MemoryDep,
     staff: MemoryEditorDep,
+    today: ShopTodayDep,
     text: TextField = "",
     kind: Annotated[str, Form(max_length=20)] = "fact",
     due_date: DateField = "",
@@ -130,7 +127,7 @@ async def add_memory(
     if kind not in {k.value for k in ConclusionKind}:
         raise ConsoleError(status.HTTP_422_UNPROCESSABLE_CONTENT, "Choose a kind from the list.")
     profile = await anyio.to_thread.run_sync(_profile, db, ref)
-    dates = _dates(kind, text, due_date, expires_on)
+    dates = _dates(kind, text, due_date, expires_on, today)
     change = memories.add_memory(memory, db, staff, profile.id, kind=kind, text=text, dates=dates)
     return await _changed(request, memory, db, staff, profile, change)
 
@@ -143,13 +140,14 @@ async def edit_memory(
     db: DbDep,
     memory: MemoryDep,
     staff: MemoryEditorDep,
+    today: ShopTodayDep,
     text: TextField = "",
     kind: Annotated[str, Form(max_length=20)] = "",
     due_date: DateField = "",
     expires_on: DateField = "",
 ) -> Any:
     profile = await anyio.to_thread.run_sync(_profile, db, ref)
-    dates = _dates(kind, text, due_date, expires_on)
+    dates = _dates(kind, text, due_date, expires_on, today)
     change = memories.edit_memory(memory, db, staff, profile.id, memory_id, text=text, dates=dates)
     return await _changed(request, memory, db, staff, profile, change)
 

@@ -3,9 +3,10 @@ later compaction with a conflicting decision does not overwrite a person's edit,
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from sqlmodel import select
 
@@ -181,3 +182,27 @@ def test_the_panel_names_the_staff_member_who_edited_a_memory_in_either_actor_fo
         panel = supervisor.get(f"/console/customers/{customer_ref}/panel").text
         assert all(text in panel for text in edits.values())
         assert panel.count("edited by Ann Editor") == 2 and panel.count("edited by cli") == 1
+
+
+def test_a_promise_staff_add_for_tomorrow_is_dated_on_the_shops_calendar(
+    tmp_path: Path, scripted_server: ScriptedLLMServer
+) -> None:
+    # A zone whose calendar is on another day than UTC's right now: UTC+14 from 10:00 UTC, UTC-11 before 11:00.
+    zone = "Pacific/Kiritimati" if datetime.now(UTC).hour >= 10 else "Pacific/Pago_Pago"
+    options = {"memory_enabled": True, "memory_embedder": "hashing", "timezone": zone}
+    for live in console_app(tmp_path, scripted_server, **options):
+        _, customer_ref = live.visitor()
+        customer_key = live.customer(customer_ref).id
+        assert customer_key is not None
+        supervisor = signed_in(live, StaffRole.SUPERVISOR)
+        before = datetime.now(ZoneInfo(zone)).date()
+
+        added = supervisor.post(
+            f"/console/customers/{customer_ref}/memories",
+            {"kind": "promise", "text": f"Call back about {ORDER} tomorrow.", "due_date": "", "expires_on": ""},
+        )
+
+        after = datetime.now(ZoneInfo(zone)).date()
+        assert added.status_code == 200
+        [promise] = [m for m in _memories(live, customer_key) if ORDER in m.text]
+        assert promise.due_date in {before + timedelta(days=1), after + timedelta(days=1)}
