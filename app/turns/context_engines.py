@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from app.infra.metrics import Metrics
 from app.llm import LLMGateway
 from app.settings import Settings
+from app.tools.conversation_search import RECALL_HINT
 from compression import (
     CompressionError,
     ContextCompressor,
@@ -46,6 +47,7 @@ def default_compressor(gateway: LLMGateway, settings: Settings) -> ContextCompre
         context_length=settings.context_length,
         summary_llm=gateway,
         summary_model_override=settings.summary_model_override,
+        recall_hint=RECALL_HINT,
     )
 
 
