@@ -18,6 +18,7 @@ often matches the order number in one place and the field the model asked about 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -141,28 +142,25 @@ def search_postgres(session: Session, conversation_id: int, phrases: list[Phrase
 
 
 def snippet(marked: str) -> str:
-    """Up to ``MAX_FRAGMENTS`` stretches of the text around its matches, those with the most different matched
-    words first, shown in text order; the text's start when nothing is marked."""
+    """The text around up to ``MAX_FRAGMENTS`` matched words, the words this message holds least often first (an
+    identifier before the words that repeat on every line), shown in text order; the text's start when nothing is
+    marked."""
     plain, spans = _unmark(marked)
     if not spans:
         return _clip(plain, 0, MAX_SNIPPET_CHARS)
-    windows: list[list[tuple[int, int, str]]] = []
-    for span in spans:
-        if windows and span[0] - windows[-1][0][0] <= FRAGMENT_RADIUS:
-            windows[-1].append(span)
-        else:
-            windows.append([span])
-    best = sorted(windows, key=lambda window: (-len({word for _, _, word in window}), window[0][0]))
-    chosen = sorted(best[:MAX_FRAGMENTS], key=lambda window: window[0][0])
-    budget = MAX_SNIPPET_CHARS // len(chosen)
+    counts = Counter(word for _, _, word in spans)
+    first: dict[str, tuple[int, int]] = {}
+    for start, end, word in spans:
+        first.setdefault(word, (start, end))
+    words = sorted(first, key=lambda word: (counts[word], first[word][0]))[:MAX_FRAGMENTS]
     ranges: list[tuple[int, int]] = []
-    for window in chosen:
-        start = max(0, window[0][0] - FRAGMENT_RADIUS)
-        end = min(len(plain), window[-1][1] + FRAGMENT_RADIUS, start + budget)
+    for start, end in sorted(first[word] for word in words):
+        start, end = max(0, start - FRAGMENT_RADIUS), min(len(plain), end + FRAGMENT_RADIUS)
         if ranges and start <= ranges[-1][1]:
             start = ranges.pop()[0]
         ranges.append((start, end))
-    return " ".join(_clip(plain, start, end - start) for start, end in ranges)
+    budget = MAX_SNIPPET_CHARS // len(ranges)
+    return " ".join(_clip(plain, start, min(end - start, budget)) for start, end in ranges)
 
 
 def _unmark(marked: str) -> tuple[str, list[tuple[int, int, str]]]:
