@@ -388,6 +388,7 @@ def micro_compaction_off(session: Session) -> dict[str, Any]:
 
 
 def run(*, app_replay: bool = True) -> dict[str, Any]:
+    from benchmarks.conversation_recall import measure_recall
     from benchmarks.decision_session import measure_decisions
 
     session = generate_session()
@@ -404,6 +405,9 @@ def run(*, app_replay: bool = True) -> dict[str, Any]:
     result["decisions"] = measure_decisions()
     for key in ("decision_duplicates", "due_date_accuracy", "promises_reaching_decisions"):
         result[key] = result["decisions"][key]
+    result["conversation_recall"] = measure_recall()
+    for key in ("answerable_share", "in_context_share"):
+        result[key] = result["conversation_recall"][key]
     result["cold_500_message_context"] = time_500_message_context(session)
     result["compress_500_cold_ms_p95"] = result["cold_500_message_context"]["compress_500_cold_ms_p95"]
     if app_replay:

@@ -12,7 +12,9 @@ from sqlmodel import col, select
 from app.llm import LLMGateway
 from app.models import Compaction
 from app.tools.conversation_search import RECALL_HINT, TOOL_NAME
+from benchmarks.conversation_recall import KIND_WORDS, Fact, Stored, measure_recall, plausible_query
 from compression import ContextCompressor
+from compression.facts import FactExtractor
 from tests.support.live_app import run_live_app
 from tests.support.scripted_llm import RecordedRequest, ScriptedLLMServer, ScriptedReply, ScriptedToolCall
 from tests.support.settings import SUMMARY_MODEL, app_settings
@@ -74,3 +76,24 @@ def test_a_detail_only_the_compacted_turns_hold_is_found_by_searching_the_conver
             assert any(ORDER in item["snippet"] and item["speaker"] == "customer" for item in found)
     finally:
         asyncio.run(gateway.aclose())
+
+
+def test_every_compacted_fact_stays_answerable_in_the_recall_benchmark() -> None:
+    result = measure_recall()
+    assert result["compactions"] >= 2 and result["facts"] > 0
+    assert result["answerable_share"] == 1.0, result["misses"]
+    without_pins = result["without_pins"]
+    assert without_pins["in_context_share"] < 1.0, "without pins, compaction loses facts from the context"
+    assert without_pins["found_by_search"] > 0 and without_pins["answerable_share"] == 1.0, without_pins["misses"]
+
+
+def test_the_benchmarks_queries_never_hold_the_answer() -> None:
+    extractor = FactExtractor()
+    ask = "Where is my order #W1234567?"
+    for kind, value, text in (
+        ("tracking", "1Z999AA10123456784", '{"number": "#W1234567", "tracking_number": "1Z999AA10123456784"}'),
+        ("order", "#W1234567", ask),
+        ("money", "$42.10", f"{ask} For reference: $42.10."),
+    ):
+        query = plausible_query(Fact(kind, value, Stored(1, text, ask)), extractor)
+        assert value not in query and query.startswith(KIND_WORDS[kind])
