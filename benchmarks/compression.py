@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks.harness.report import print_report
+from benchmarks.harness.summarizer import ScriptedSummarizer
 from benchmarks.support_sessions import Session, generate_session, turn_messages
 from compression import ContextCompressor, create_engine, registered_engines
 from compression.message_index import INDEX_KEY, default_extractor, index_message
@@ -38,7 +39,7 @@ from compression.tokens import (
     estimate_messages_tokens,
     estimate_text_tokens,
 )
-from compression.types import Completion, Usage
+from compression.types import Usage
 
 CONTEXT_LENGTH = 32_000
 LARGE_CONTEXT_LENGTH = 128_000
@@ -58,43 +59,8 @@ TURN_CONTEXT = (
     "<customer-memory>\nOpen promises to this customer:\n- [promise, due 2026-11-09] Refund to the original card.\n"
     "What we know about this customer (recall {turn}):\n- Prefers text messages over email.\n</customer-memory>"
 )
-SCRIPTED_SUMMARY = """## Customer Goal
-- The customer is following up on several kitchen orders (delivery status, a damaged item, a refund).
-## Verified Identity
-- Verified through the order email on file.
-## Orders & Identifiers
-- See the pinned identifiers below.
-## Actions Taken
-- get_order -> order details returned; track_shipment -> carrier events returned; list_orders -> order list.
-## Key Decisions
-- Refund approved for the damaged item once the return is scanned.
-## Promises & Commitments
-- Refund to the original card within 5 business days.
-## Customer Preferences
-- Prefers text messages over email.
-## Resolved Questions
-- How long refunds take: up to 5 business days.
-## Pending Customer Asks
-- Wants an update on the remaining order.
-## Handoff State
-- None
-## Critical Context
-- None
-"""
 RUNS_500 = 30
 COLD_RUNS_500 = 40
-
-
-class ScriptedSummarizer:
-    """Zero-latency ``SummaryLLM``: a fixed structured summary, usage estimated from the request."""
-
-    def __init__(self) -> None:
-        self.usage_by_model: dict[str, Usage] = {}
-
-    def complete(self, messages: list[ChatMessage], *, model: str, max_tokens: int) -> Completion:
-        usage = Usage(estimate_messages_tokens(messages), estimate_text_tokens(SCRIPTED_SUMMARY))
-        self.usage_by_model[model] = self.usage_by_model.get(model, Usage()) + usage
-        return Completion(text=SCRIPTED_SUMMARY, model=model, usage=usage)
 
 
 def percentile(values: list[float], share: float) -> float:

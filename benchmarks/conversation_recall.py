@@ -33,13 +33,17 @@ from app.db import create_db_engine, upgrade
 from app.models import Conversation, Customer, Message, MessageAuthor, MessageRole
 from app.tools import ToolContext, ToolRegistry, build_tool_registry
 from app.tools.conversation_search import RECALL_HINT, TOOL_NAME
-from benchmarks.compression import CONTEXT_LENGTH, MAIN_MODEL, SUMMARY_MODEL, SYSTEM_PROMPT, ScriptedSummarizer
 from benchmarks.harness.report import print_report
+from benchmarks.harness.summarizer import ScriptedSummarizer
 from benchmarks.support_sessions import generate_session, turn_messages
 from compression import ContextCompressor
 from compression.facts import FactExtractor
 from compression.messages import ChatMessage, content_text
 
+# As benchmarks.compression's main run: a 32k window (the 12,000-token working set decides), the same labels.
+CONTEXT_LENGTH = 32_000
+MAIN_MODEL, SUMMARY_MODEL = "main-model", "summary-mini"
+SYSTEM_PROMPT = "You are the customer-support assistant of Acme Kitchen. Use the tools; never invent order data."
 KIND_WORDS = {
     "order": "order number",
     "tracking": "tracking number",

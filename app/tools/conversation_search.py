@@ -142,9 +142,9 @@ def search_postgres(session: Session, conversation_id: int, phrases: list[Phrase
 
 
 def snippet(marked: str) -> str:
-    """The text around up to ``MAX_FRAGMENTS`` matched words, the words this message holds least often first (an
-    identifier before the words that repeat on every line), shown in text order; the text's start when nothing is
-    marked."""
+    """The text around up to ``MAX_FRAGMENTS`` matched words, shown in text order; the text's start when nothing is
+    marked. Identifiers (words with a digit) come first, then the words this message holds least often: in a list
+    of orders, the line of the order asked about matters, not the header or a status that repeats on every line."""
     plain, spans = _unmark(marked)
     if not spans:
         return _clip(plain, 0, MAX_SNIPPET_CHARS)
@@ -152,7 +152,7 @@ def snippet(marked: str) -> str:
     first: dict[str, tuple[int, int]] = {}
     for start, end, word in spans:
         first.setdefault(word, (start, end))
-    words = sorted(first, key=lambda word: (counts[word], first[word][0]))[:MAX_FRAGMENTS]
+    words = sorted(first, key=lambda word: (not _has_digit(word), counts[word], first[word][0]))[:MAX_FRAGMENTS]
     ranges: list[tuple[int, int]] = []
     for start, end in sorted(first[word] for word in words):
         start, end = max(0, start - FRAGMENT_RADIUS), min(len(plain), end + FRAGMENT_RADIUS)
@@ -161,6 +161,10 @@ def snippet(marked: str) -> str:
         ranges.append((start, end))
     budget = MAX_SNIPPET_CHARS // len(ranges)
     return " ".join(_clip(plain, start, min(end - start, budget)) for start, end in ranges)
+
+
+def _has_digit(word: str) -> bool:
+    return any(char.isdigit() for char in word)
 
 
 def _unmark(marked: str) -> tuple[str, list[tuple[int, int, str]]]:
