@@ -51,7 +51,9 @@ OPEN_MARK, CLOSE_MARK = "\ue000", "\ue001"
 PG_DOCUMENT = "left(coalesce(messages.content, ''), 200000)"
 PG_VECTOR = f"to_tsvector('english'::regconfig, {PG_DOCUMENT})"
 _PART = re.compile(r"[^\W_]+")
-_KEEP_FOR_POSTGRES = re.compile(r"[^\w@.+#$%/'-]+")
+# PostgreSQL's parser reads an email or "RMA-1234" as tokens of their own, so a word keeps that punctuation; control
+# characters and lone surrogates go (the driver refuses NUL and cannot encode a surrogate).
+_NOT_FOR_POSTGRES = re.compile(r"[^\w@.+#$%/'-]+")
 _MARKED = re.compile(f"{OPEN_MARK}(.*?){CLOSE_MARK}", re.DOTALL)
 SPEAKERS = {"customer": "customer", "bot": "assistant", "staff": "staff member", "system": "tool result"}
 
@@ -82,7 +84,7 @@ def query_phrases(query: str) -> list[Phrase]:
     for word in query.split():
         parts = tuple(part.lower() for part in _PART.findall(word))[:MAX_PHRASE_PARTS]
         if parts and parts not in phrases:
-            phrases[parts] = Phrase(parts, _KEEP_FOR_POSTGRES.sub(" ", word).strip() or " ".join(parts))
+            phrases[parts] = Phrase(parts, _NOT_FOR_POSTGRES.sub(" ", word).strip() or " ".join(parts))
     return list(phrases.values())[:MAX_PHRASES]
 
 
