@@ -33,6 +33,7 @@ from app.models import (
     Refund,
     Shipment,
 )
+from app.tools.conversation_search import purge_deleted_text
 from memory.store import CustomerMemory
 
 
@@ -129,6 +130,7 @@ def erase_customer(session: Session, memory: CustomerMemory | None, customer: Cu
             session, delete(ContextSegment).where(col(ContextSegment.conversation_id).in_(conversation_ids))
         )
         counts["messages"] = _delete(session, delete(Message).where(in_conversations))
+        purge_deleted_text(session)
         counts["conversations"] = _delete(
             session, delete(Conversation).where(col(Conversation.id).in_(conversation_ids))
         )

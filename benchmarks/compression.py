@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from benchmarks.harness.report import print_report
+from benchmarks.harness.summarizer import ScriptedSummarizer
 from benchmarks.support_sessions import Session, generate_session, turn_messages
 from compression import ContextCompressor, ContextEngine, create_engine, registered_engines
 from compression.message_index import INDEX_KEY, default_extractor, index_message
@@ -40,7 +41,7 @@ from compression.tokens import (
     estimate_messages_tokens,
     estimate_text_tokens,
 )
-from compression.types import Completion, Usage
+from compression.types import Usage
 
 if TYPE_CHECKING:
     from app.infra.metrics import Metrics
@@ -63,43 +64,8 @@ TURN_CONTEXT = (
     "<customer-memory>\nOpen promises to this customer:\n- [promise, due 2026-11-09] Refund to the original card.\n"
     "What we know about this customer (recall {turn}):\n- Prefers text messages over email.\n</customer-memory>"
 )
-SCRIPTED_SUMMARY = """## Customer Goal
-- The customer is following up on several kitchen orders (delivery status, a damaged item, a refund).
-## Verified Identity
-- Verified through the order email on file.
-## Orders & Identifiers
-- See the pinned identifiers below.
-## Actions Taken
-- get_order -> order details returned; track_shipment -> carrier events returned; list_orders -> order list.
-## Key Decisions
-- Refund approved for the damaged item once the return is scanned.
-## Promises & Commitments
-- Refund to the original card within 5 business days.
-## Customer Preferences
-- Prefers text messages over email.
-## Resolved Questions
-- How long refunds take: up to 5 business days.
-## Pending Customer Asks
-- Wants an update on the remaining order.
-## Handoff State
-- None
-## Critical Context
-- None
-"""
 RUNS_500 = 30
 COLD_RUNS_500 = 40
-
-
-class ScriptedSummarizer:
-    """Zero-latency ``SummaryLLM``: a fixed structured summary, usage estimated from the request."""
-
-    def __init__(self) -> None:
-        self.usage_by_model: dict[str, Usage] = {}
-
-    def complete(self, messages: list[ChatMessage], *, model: str, max_tokens: int) -> Completion:
-        usage = Usage(estimate_messages_tokens(messages), estimate_text_tokens(SCRIPTED_SUMMARY))
-        self.usage_by_model[model] = self.usage_by_model.get(model, Usage()) + usage
-        return Completion(text=SCRIPTED_SUMMARY, model=model, usage=usage)
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -425,6 +391,7 @@ def micro_compaction_off(session: Session) -> dict[str, Any]:
 
 
 def run(*, app_replay: bool = True) -> dict[str, Any]:
+    from benchmarks.conversation_recall import measure_recall
     from benchmarks.decision_session import measure_decisions
 
     session = generate_session()
@@ -441,6 +408,9 @@ def run(*, app_replay: bool = True) -> dict[str, Any]:
     result["decisions"] = measure_decisions()
     for key in ("decision_duplicates", "due_date_accuracy", "promises_reaching_decisions"):
         result[key] = result["decisions"][key]
+    result["conversation_recall"] = measure_recall()
+    for key in ("answerable_share", "in_context_share"):
+        result[key] = result["conversation_recall"][key]
     result["cold_500_message_context"] = time_500_message_context(session)
     result["compress_500_cold_ms_p95"] = result["cold_500_message_context"]["compress_500_cold_ms_p95"]
     result["compress_first_turn_cold_cpu_ms_p95"] = result["cold_500_message_context"][

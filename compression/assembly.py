@@ -1,4 +1,9 @@
-"""Putting a compacted context back together: the framed summary, its role, and a valid tool-call sequence."""
+"""Putting a compacted context back together: the framed summary, its role, and a valid tool-call sequence.
+
+A host that keeps every turn can give a ``recall_hint``: one sentence the frame adds after its opening, saying how
+the model can look the earlier turns up. The host must pass the same hint wherever it rebuilds the notes, so the
+rebuilt message is identical to the engine's.
+"""
 
 from __future__ import annotations
 
@@ -25,13 +30,17 @@ NOTES_KEY: Final = "memdesk_notes"
 ROLES_FOR_NOTES = ("user", "assistant")
 
 
-def frame_summary(summary: str) -> str:
-    return f"{SUMMARY_PREFIX}\n\n{summary.strip()}\n\n{SUMMARY_END}"
+def frame_summary(summary: str, recall_hint: str | None = None) -> str:
+    opening = f"{SUMMARY_PREFIX} {recall_hint.strip()}" if recall_hint and recall_hint.strip() else SUMMARY_PREFIX
+    return f"{opening}\n\n{summary.strip()}\n\n{SUMMARY_END}"
 
 
-def notes_message(summary: str, *, role: str, created_at: object = None, **record: object) -> ChatMessage:
+def notes_message(
+    summary: str, *, role: str, created_at: object = None, recall_hint: str | None = None, **record: object
+) -> ChatMessage:
     """The message that carries the notes; ``record`` is the host's own bookkeeping (ids of the covered range)."""
-    message: ChatMessage = {"role": role, "content": frame_summary(summary), NOTES_KEY: {"summary": summary, **record}}
+    content = frame_summary(summary, recall_hint)
+    message: ChatMessage = {"role": role, "content": content, NOTES_KEY: {"summary": summary, **record}}
     if created_at is not None:
         message["created_at"] = created_at
     return message
@@ -61,14 +70,21 @@ def notes_role(before: object, after: object) -> str | None:
 
 
 def insert_notes(
-    head: list[ChatMessage], summary: str, tail: list[ChatMessage], created_at: object = None, **record: object
+    head: list[ChatMessage],
+    summary: str,
+    tail: list[ChatMessage],
+    created_at: object = None,
+    *,
+    recall_hint: str | None = None,
+    **record: object,
 ) -> list[ChatMessage]:
     """head + notes + tail. The notes take a role that keeps user and assistant turns alternating; the compressor
     moves its tail boundary so that one exists, and when a host's layout leaves none they go in as a user turn."""
     before = head[-1].get("role") if head else None
     after = tail[0].get("role") if tail else None
     role = notes_role(before, after) or "user"
-    return [*head, notes_message(summary, role=role, created_at=created_at, **record), *tail]
+    notes = notes_message(summary, role=role, created_at=created_at, recall_hint=recall_hint, **record)
+    return [*head, notes, *tail]
 
 
 def repair_tool_sequence(messages: Sequence[ChatMessage]) -> tuple[list[ChatMessage], int, int]:

@@ -11,7 +11,8 @@
    previous notes plus every turn since, so no turn is ever summarized from its raw text twice.
 
 The previous notes are found by ``NOTES_KEY`` on the message (set by this engine or by the host from its compaction
-record), never by their wording, so text that imitates the notes frame stays ordinary content.
+record), never by their wording, so text that imitates the notes frame stays ordinary content. ``recall_hint`` is a
+sentence the notes frame adds (``compression.assembly``), for a host that lets the model search the earlier turns.
 
 Budgets derive from the model's context length: compaction triggers at ``threshold_percent`` of the window (never
 below ``threshold_floor_tokens``) or at ``max_working_tokens``, whichever is lower; the tail keeps
@@ -156,6 +157,7 @@ class ContextCompressor(ContextEngine):
         prompts_dir: Path | None = None,
         clock: Callable[[], float] = time.monotonic,
         timezone: tzinfo = UTC,
+        recall_hint: str | None = None,
     ) -> None:
         _check_options(context_length, threshold_percent)
         self.threshold_percent = threshold_percent
@@ -182,6 +184,7 @@ class ContextCompressor(ContextEngine):
         self.prompts_dir = prompts_dir or default_prompts_dir()
         load_prompt_templates(self.prompts_dir)
         self.clock = clock
+        self.recall_hint = recall_hint
         self._summary_context_length = summary_context_length
         self.last_prompt_tokens = 0
         self.compression_count = 0
@@ -319,7 +322,9 @@ class ContextCompressor(ContextEngine):
 
         middle = working[head:tail]
         written = self.write_notes(messages, middle, (head, tail), previous, focus_topic)
-        assembled = insert_notes(working[:head], written.notes, working[tail:], middle[-1].get("created_at"))
+        assembled = insert_notes(
+            working[:head], written.notes, working[tail:], middle[-1].get("created_at"), recall_hint=self.recall_hint
+        )
         result_messages, orphans, stubs = repair_tool_sequence(assembled)
         tokens_after = estimate_messages_tokens(result_messages)
         self._record_compaction(estimated_before, tokens_after)
@@ -435,16 +440,11 @@ class ContextCompressor(ContextEngine):
         self.last_prompt_tokens = after
 
     def _finish_unchanged(
-        self,
-        messages: list[ChatMessage],
-        working: list[ChatMessage],
-        tokens_before: int,
-        estimated: int,
-        started: float,
+        self, messages: list[ChatMessage], working: list[ChatMessage], tokens_before: int, estimate: int, started: float
     ) -> CompressionResult:
         result_messages, orphans, stubs = repair_tool_sequence(working)
         tokens_after = estimate_messages_tokens(result_messages)
-        self._record_compaction(estimated, tokens_after)
+        self._record_compaction(estimate, tokens_after)
         event = trace_event(
             strategy="none",
             engine=self.name,

@@ -21,12 +21,23 @@ JOB_QUEUE_TABLE_PREFIX = "procrastinate_"
 SENTINEL_TABLE = "procrastinate_jobs"
 
 
+# The transcript's full-text index (migration 0012_message_search), which the models cannot declare: an FTS5 table
+# and its shadow tables on SQLite, an expression index on PostgreSQL.
+MESSAGE_SEARCH_PREFIX = "messages_search"
+MESSAGE_SEARCH_INDEX = "ix_messages_search"
+
+
 def is_job_queue_table(name: str | None) -> bool:
     return name is not None and name.startswith(JOB_QUEUE_TABLE_PREFIX)
 
 
 def include_name(name: str | None, type_: str, parent_names: Any) -> bool:
-    """Alembic's ``include_name`` hook: compare every table but the job queue's."""
+    """Alembic's ``include_name`` hook: compare every table but the job queue's, and leave out the message search
+    index."""
+    if type_ == "table" and name is not None and name.startswith(MESSAGE_SEARCH_PREFIX):
+        return False
+    if type_ == "index" and name == MESSAGE_SEARCH_INDEX:
+        return False
     return not (type_ == "table" and is_job_queue_table(name))
 
 

@@ -3,6 +3,7 @@
 - ``registry``: ``Tool``, ``ToolRegistry.execute`` (validation, confirmation, structured errors), ``ToolContext``.
 - ``typed``: tools whose arguments are a pydantic model; ``confirmation``: how a customer's explicit "yes" is read.
 - ``help_center``, ``handoff``: help-article search; transfer to a human.
+- ``conversation_search``: the model searches this conversation's whole transcript, compacted turns included.
 - ``http_tools``, ``json_schema``: tools declared in a JSON/TOML file that call the shop's own API.
 - ``references``: how a read-only lookup declares the identifiers it takes, so a turn can run it before the model.
 
@@ -18,6 +19,7 @@ from typing import Any
 
 import httpx
 
+from app.tools.conversation_search import SearchConversationTool
 from app.tools.handoff import TransferToHumanTool
 from app.tools.help_center import SearchHelpArticlesTool, search_articles
 from app.tools.http_tools import HttpTool, load_http_tools
@@ -25,8 +27,8 @@ from app.tools.registry import ErrorCode, Tool, ToolConfigError, ToolContext, To
 
 
 def support_tools() -> list[Tool[Any]]:
-    """The tools every desk has: help-article search and transfer to a human."""
-    return [SearchHelpArticlesTool(), TransferToHumanTool()]
+    """The tools every desk has: help-article search, search of the conversation itself, transfer to a human."""
+    return [SearchHelpArticlesTool(), SearchConversationTool(), TransferToHumanTool()]
 
 
 def build_tool_registry(

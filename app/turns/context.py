@@ -32,6 +32,7 @@ from app.models import (
     SegmentReason,
     segment_title,
 )
+from app.tools.conversation_search import RECALL_HINT
 from compression import CompressionResult
 from compression.assembly import NOTES_KEY, insert_notes, repair_tool_sequence
 from compression.messages import ChatMessage
@@ -106,6 +107,7 @@ def load_context(
             compaction.summary,
             tail,
             compaction.created_at.isoformat(),
+            recall_hint=RECALL_HINT,  # as default_compressor framed them, so the rebuilt notes are identical
             first_message_id=compaction.first_message_id,
             last_message_id=compaction.last_message_id,
             compaction_id=compaction.id,

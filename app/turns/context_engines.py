@@ -15,6 +15,7 @@ from zoneinfo import ZoneInfo
 from app.infra.metrics import Metrics
 from app.llm import LLMGateway
 from app.settings import Settings
+from app.tools.conversation_search import RECALL_HINT
 from compression import (
     CompressionError,
     ContextCompressor,
@@ -48,6 +49,7 @@ def default_compressor(gateway: LLMGateway, settings: Settings) -> ContextCompre
         summary_llm=gateway,
         summary_model_override=settings.summary_model_override,
         timezone=ZoneInfo(settings.timezone),
+        recall_hint=RECALL_HINT,
     )
 
 

@@ -7,4 +7,5 @@ way and printed one way. Servers go through the test kit (``tests.support.server
 - ``sessions``: concurrent widget sessions over HTTP, each turn timed until the reply's live event.
 - ``measure``: the nearest-rank percentile, and the CPU time of processes.
 - ``report``: the result as one JSON object (``--json``: on one line).
+- ``summarizer``: the compression benchmarks' scripted summary model.
 """

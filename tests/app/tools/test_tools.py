@@ -92,7 +92,7 @@ def test_registry_exposes_openai_function_specs(registry: ToolRegistry) -> None:
     specs = {spec["function"]["name"]: spec for spec in registry.openai_specs()}
     assert set(specs) == {
         "list_orders", "get_order", "track_shipment", "cancel_order", "request_refund",
-        "change_shipping_address", "search_help_articles", "transfer_to_human",
+        "change_shipping_address", "search_help_articles", "search_conversation", "transfer_to_human",
     }  # fmt: skip
     for name, spec in specs.items():
         assert spec["type"] == "function"
