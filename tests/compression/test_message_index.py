@@ -15,11 +15,12 @@ from compression.facts import _extract
 from compression.message_index import INDEX_KEY, default_extractor, index_message, prime_caches
 from compression.messages import ChatMessage
 from compression.pruning import _shrink
-from tests.compression.conftest import ConversationBuilder, FakeSummaryLLM, order_payload
+from tests.compression.conftest import REFUND_REPLY, ConversationBuilder, FakeSummaryLLM, order_payload
 
 
 def long_session(turns: int = 24) -> list[ChatMessage]:
     builder = ConversationBuilder().user("Hi, my kettle from order #W2378156 arrived broken.").assistant("Sorry!")
+    builder.user("Can I get my money back?").assistant(REFUND_REPLY)
     for index in range(turns):
         number = f"#W{2_000_000 + index}"
         builder.tools(("get_order", {"number": number}, order_payload(number, items=6 + index % 3)))
