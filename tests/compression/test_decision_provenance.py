@@ -74,7 +74,8 @@ STAFF_PROMISE = "I will personally refund $42.10 on #W2378156 by 2026-12-02."
 def staff_session() -> ConversationBuilder:
     builder = ConversationBuilder().user("My kettle #W2378156 is broken.").assistant("Sorry to hear that.")
     builder.user("I want a human.")
-    builder.messages.append({"role": "assistant", "content": STAFF_PROMISE, "author": "staff:7", "created_at": stamp(4)})
+    staff_reply = {"role": "assistant", "content": STAFF_PROMISE, "author": "staff:7", "created_at": stamp(4)}
+    builder.messages.append(staff_reply)
     builder.minute = 4
     builder.user("Text me rather than email, please.").assistant("Will do.")
     return grow(builder.messages, 10)
