@@ -9,10 +9,11 @@ pinned-identifier mechanism, not the summarizer). The baseline is the same sessi
 repeated at a 32k and a 128k window; ``cost_ratio`` adds what the summaries cost at example prices.
 
 Also reported: ``decisions`` (a session of weekday-phrased promises across several compactions and midnights,
-``benchmarks.decision_session``), ``cold_500_message_context`` (one compaction of a ~500-message context: first
-in fresh processes that read the messages as the app stores them, with the compressor index made when each was
-written, and without it as older rows have none; and as the app runs it in a process that saw them arrive), and
-``app_replay`` (the real app at an 8k window, ``benchmarks.compaction_replay``).
+``benchmarks.decision_session``), ``promise_subjects`` (promises about many orders sharing one phone and email, some
+moved in words, ``benchmarks.promise_subjects``), ``cold_500_message_context`` (one compaction of a ~500-message
+context: first in fresh processes that read the messages as the app stores them, with the compressor index made when
+each was written, and without it as older rows have none; and as the app runs it in a process that saw them arrive),
+and ``app_replay`` (the real app at an 8k window, ``benchmarks.compaction_replay``).
 """
 
 from __future__ import annotations
@@ -389,6 +390,7 @@ def micro_compaction_off(session: Session) -> dict[str, Any]:
 
 def run(*, app_replay: bool = True) -> dict[str, Any]:
     from benchmarks.decision_session import measure_decisions
+    from benchmarks.promise_subjects import measure_promise_subjects
 
     session = generate_session()
     result = replay(session, "compressor")
@@ -404,6 +406,9 @@ def run(*, app_replay: bool = True) -> dict[str, Any]:
     result["decisions"] = measure_decisions()
     for key in ("decision_duplicates", "due_date_accuracy", "promises_reaching_decisions"):
         result[key] = result["decisions"][key]
+    result["promise_subjects"] = measure_promise_subjects()
+    for key in ("cross_subject_takeovers", "dropped_moves"):
+        result[key] = result["promise_subjects"][key]
     result["cold_500_message_context"] = time_500_message_context(session)
     result["compress_500_cold_ms_p95"] = result["cold_500_message_context"]["compress_500_cold_ms_p95"]
     if app_replay:
