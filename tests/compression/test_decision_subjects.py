@@ -6,6 +6,7 @@ from datetime import date
 
 import pytest
 
+from benchmarks.promise_subjects import measure_promise_subjects
 from compression.messages import ChatMessage
 from tests.compression.conftest import ConversationBuilder, FakeSummaryLLM
 from tests.compression.test_decisions_and_notes import engine, grow, notes_with, turn_number
@@ -89,3 +90,11 @@ def test_due_words_no_turn_of_the_range_said_are_the_promise_as_it_was() -> None
     """A model that keeps writing the original "by Wednesday" on the next Thursday moves nothing."""
     before, after, reason, changed = move("by Wednesday", "Sure, noted.", cite=False, days_later=6)
     assert before == after == date(2026, 12, 2) and reason is None and not changed
+
+
+def test_a_long_session_of_orders_sharing_contact_details_has_no_takeover_and_no_lost_move() -> None:
+    result = measure_promise_subjects()
+    assert result["compactions"] >= 3 and result["moves"] >= 5
+    assert result["cross_subject_takeovers"] == 0
+    assert result["dropped_moves"] == 0
+    assert result["promises_delivered"] == result["promises"]
