@@ -3,8 +3,8 @@
 The ``FactExtractor`` gives every identifier a kind. A *subject* is an order, ticket, RMA, tracking or other object
 identifier (the ``order`` and ``tracking`` kinds); emails and phone numbers name the customer, whom every item of a
 conversation shares, so they never make two items the same; amounts are values an item states and may change, not
-what it is about. ``DecisionLedger`` matches items by subject and checks their subjects and amounts against the
-turn they cite; these values are computed per item, on demand, from its text and ``ids`` field.
+what it is about. ``DecisionLedger`` matches items by subject, and ``compression.provenance`` checks subjects and
+amounts against the turn an item cites; both are computed per item, on demand, from its text and ``ids`` field.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class ItemIdentifiers:
 
     @property
     def checked(self) -> frozenset[str]:
-        """What a turn must mention to support the item, and what, when new, changes it."""
+        """The subjects and amounts: a bullet that names one its item did not have changes that item."""
         return self.subjects | self.amounts
 
     def verbatim(self, normalized: frozenset[str]) -> list[str]:
