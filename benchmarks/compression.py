@@ -9,12 +9,15 @@ pinned-identifier mechanism, not the summarizer). The baseline is the same sessi
 repeated at a 32k and a 128k window; ``cost_ratio`` adds what the summaries cost at example prices.
 
 Also reported: ``decisions`` (a session of weekday-phrased promises across several compactions and midnights,
-``benchmarks.decision_session``), ``cold_500_message_context`` (a ~500-message context, in fresh processes that
-read the messages as the app stores them, with the compressor index made when each was written: ``compress``
-alone, also without the index as older rows have none, and ``compress_first_turn_cold_*``, everything the app runs
-on the context before the first LLM call of a turn: aging, the preflight estimate and the compaction, by the
-app's own functions; and one compaction in a process that saw the messages arrive), and ``app_replay`` (the real
-app at an 8k window, ``benchmarks.compaction_replay``). ``--cold-only`` runs ``cold_500_message_context`` alone.
+``benchmarks.decision_session``), ``promise_subjects`` (promises about many orders sharing one phone and email, some
+moved in words, ``benchmarks.promise_subjects``), ``conversation_recall`` (whether every fact of the compacted turns
+is in the context or found by one ``search_conversation`` call, ``benchmarks.conversation_recall``),
+``cold_500_message_context`` (a ~500-message context, in fresh processes that read the messages as the app stores
+them, with the compressor index made when each was written: ``compress`` alone, also without the index as older rows
+have none, and ``compress_first_turn_cold_*``, everything the app runs on the context before the first LLM call of a
+turn: aging, the preflight estimate and the compaction, by the app's own functions; and one compaction in a process
+that saw the messages arrive), and ``app_replay`` (the real app at an 8k window, ``benchmarks.compaction_replay``).
+``--cold-only`` runs ``cold_500_message_context`` alone.
 """
 
 from __future__ import annotations
@@ -393,6 +396,7 @@ def micro_compaction_off(session: Session) -> dict[str, Any]:
 def run(*, app_replay: bool = True) -> dict[str, Any]:
     from benchmarks.conversation_recall import measure_recall
     from benchmarks.decision_session import measure_decisions
+    from benchmarks.promise_subjects import measure_promise_subjects
 
     session = generate_session()
     result = replay(session, "compressor")
@@ -411,6 +415,9 @@ def run(*, app_replay: bool = True) -> dict[str, Any]:
     result["conversation_recall"] = measure_recall()
     for key in ("answerable_share", "in_context_share"):
         result[key] = result["conversation_recall"][key]
+    result["promise_subjects"] = measure_promise_subjects()
+    for key in ("cross_subject_takeovers", "dropped_moves"):
+        result[key] = result["promise_subjects"][key]
     result["cold_500_message_context"] = time_500_message_context(session)
     result["compress_500_cold_ms_p95"] = result["cold_500_message_context"]["compress_500_cold_ms_p95"]
     result["compress_first_turn_cold_cpu_ms_p95"] = result["cold_500_message_context"][

@@ -385,6 +385,8 @@ class ContextCompressor(ContextEngine):
             prompts_dir=self.prompts_dir,
             timezone=self.ledger.timezone,
         )
+        rejected_before = self.ledger.rejected
+        batch = self.ledger.batch(ReconcileContext(pruned, head, compacted_range, _latest_time(middle)))
         draft = summarize_in_chunks(
             self.writer,
             pruned,
@@ -392,11 +394,9 @@ class ContextCompressor(ContextEngine):
             request,
             window_tokens=self.summary_context_length,
             fallback=lambda chunk, first, notes: fallback_summary(chunk, first_index=first, previous_summary=notes),
+            check=lambda notes, seen: batch.check(strip_pinned_block(notes), seen),
         )
-        rejected_before = self.ledger.rejected
-        notes, decisions = self.ledger.reconcile(
-            strip_pinned_block(draft.text), ReconcileContext(pruned, head, compacted_range, _latest_time(middle))
-        )
+        notes, decisions = draft.text, batch.decisions()
         pins.select(selection, notes)
         pin_tokens = estimate_text_tokens(pins.render(selection.pinned)) if selection.pinned else 0
         notes, trimmed = trim_to_budget(notes, self.summary_budget_tokens - pin_tokens - 2)

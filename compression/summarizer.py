@@ -26,6 +26,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from compression.dates import parse_timestamp
 from compression.messages import ChatMessage, content_text, function_calls
+from compression.provenance import is_staff
 from compression.sections import SUMMARY_SECTIONS
 from compression.tokens import (
     count_text_tokens,
@@ -57,6 +58,7 @@ COOLDOWN_STEPS_S: tuple[float, ...] = (60.0, 300.0, 900.0)
 SUMMARY_WINDOW_MARGIN = 0.05
 MIN_CHUNK_TOKENS = 200
 SPEAKERS = {"user": "customer", "assistant": "support", "tool": "tool result", "system": "system"}
+STAFF_SPEAKER = "staff member"
 
 
 @lru_cache(maxsize=4)
@@ -140,13 +142,16 @@ def tool_names_by_call_id(messages: Sequence[ChatMessage]) -> dict[str, str]:
 def describe_turn(
     message: ChatMessage, index: int, tool_names: dict[str, str], head: int, tail: int, zone: tzinfo = UTC
 ) -> str:
-    """One turn as summary material: ``[#index role at time] text``, tool calls as ``-> name(args)``.
+    """One turn as summary material: ``[#index role at time] text``, tool calls as ``-> name(args)``; a reply the
+    host marks as a staff member's (``author: "staff:<id>"``) reads ``staff member`` instead of ``support``.
 
     What this adds to the text is ASCII, so the material of an English conversation is counted by the ASCII fast
     path of the token estimate (``str.isascii``) instead of a scan of every character."""
     role = str(message.get("role") or "unknown")
     if role == "tool":
         speaker = f"result of {tool_names.get(str(message.get('tool_call_id')), 'a tool')}"
+    elif is_staff(message):
+        speaker = STAFF_SPEAKER
     else:
         speaker = SPEAKERS.get(role, role)
     described = f"[#{index} {speaker}{_stamp(message.get('created_at'), zone)}]"
@@ -329,9 +334,13 @@ def summarize_in_chunks(
     *,
     window_tokens: int,
     fallback: Callable[[Sequence[ChatMessage], int, str | None], str],
+    check: Callable[[str, int], str] | None = None,
 ) -> NotesDraft:
     """Notes for ``turns``: one request when they fit the summary model's window, else consecutive chunks, each
-    updating the notes the previous one wrote. Every turn is sent once; a failed chunk gets fallback notes."""
+    updating the notes the previous one wrote. Every turn is sent once; a failed chunk gets fallback notes.
+
+    ``check`` gets each chunk's notes and how many turns have been summarized so far, and returns the notes the
+    next chunk updates (and the draft ends with): what the model wrote, with its decisions reconciled."""
     parts = describe_turns(turns, first_index, request.timezone)
     capacity = int(window_tokens * (1 - SUMMARY_WINDOW_MARGIN)) - request.max_tokens - request.overhead_tokens()
     draft = NotesDraft(text=request.previous_summary or "")
@@ -356,6 +365,8 @@ def summarize_in_chunks(
             notes, draft.model = outcome.text, outcome.model
         else:
             notes, draft.fallback_used = fallback(turns[start:end], first_index + start, notes), True
+        if check is not None:
+            notes = check(notes, end)
         start = end
     draft.text = notes or ""
     return draft

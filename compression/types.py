@@ -66,6 +66,11 @@ class KeyDecision:
     or a change (``changed``: a new due date or new identifiers, which supersedes the earlier version). Items carried
     over unchanged have ``new=False`` and keep their original text, date and ``source_range`` (the half-open range of
     input message indexes replaced in the compaction where that version first appeared).
+
+    ``said_by`` is who made it, read from the turn it cites: the turn's ``author`` mark ("staff:7" for a staff
+    member), else "bot" for a support or tool turn, or "customer" for a preference a customer stated; None when
+    nothing was cited. Carried items keep it. ``change_reason``, set on a change only, says what replaced what
+    ("due date moved from 2026-11-04 to 2026-11-09", "new identifiers: #W1234567").
     """
 
     kind: KeyDecisionKind

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -34,7 +35,7 @@ class FakeSummaryLLM:
         if callable(behaviour):
             text = behaviour(messages)
         elif behaviour is None:
-            text = STANDARD_SUMMARY
+            text = standard_summary(messages)
         else:
             text = str(behaviour)
         return Completion(
@@ -73,6 +74,28 @@ STANDARD_SUMMARY = """## Customer Goal
 ## Critical Context
 - None
 """
+
+
+# The support turn that makes STANDARD_SUMMARY's refund decision and promises, and the needle that finds it.
+REFUND_REPLY = (
+    "I approved the refund of $42.10 for the broken kettle on order #W2378156: it reaches your original card by "
+    "2026-12-02, and I will email a return label tomorrow."
+)
+_STANDARD_CITED = ("Refund approved", "Refund of $42.10", "Email a return label")
+
+
+def standard_summary(messages: list[ChatMessage]) -> str:
+    """STANDARD_SUMMARY as an honest model writes it: its commitments cite the support turn that made them, when
+    that turn is among the turns to summarize (else they are left uncited, and the ledger rejects them)."""
+    turns = str(messages[-1]["content"]).split("<turns>", 1)[-1].split("</turns>", 1)[0]
+    if "I approved the refund of $42.10" not in turns:
+        return STANDARD_SUMMARY
+    source = re.findall(r"^\[#(\d+) ", turns[: turns.index("I approved the refund of $42.10")], re.MULTILINE)[-1]
+    lines = []
+    for line in STANDARD_SUMMARY.splitlines():
+        cited = any(line.startswith(f"- {start}") for start in _STANDARD_CITED)
+        lines.append(f"{line} {{from: #{source}}}" if cited else line)
+    return "\n".join(lines) + "\n"
 
 
 def stamp(minutes: int) -> str:

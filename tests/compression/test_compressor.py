@@ -12,7 +12,7 @@ from compression.assembly import NOTES_KEY, SUMMARY_END, SUMMARY_PREFIX
 from compression.pruning import PRUNED_MARKER, prune_tool_outputs
 from compression.summarizer import describe_turns
 from compression.tokens import estimate_messages_tokens
-from tests.compression.conftest import ConversationBuilder, FakeSummaryLLM, order_payload
+from tests.compression.conftest import REFUND_REPLY, ConversationBuilder, FakeSummaryLLM, order_payload
 
 
 class Clock:
@@ -25,6 +25,7 @@ class Clock:
 
 def support_session(turns: int = 30) -> ConversationBuilder:
     builder = ConversationBuilder().user("Hi, my kettle from order #W2378156 arrived broken.").assistant("Sorry!")
+    builder.user("Can I get my money back?").assistant(REFUND_REPLY)
     for index in range(turns):
         builder.tools(("get_order", {"number": "#W2378156"}, order_payload("#W2378156", items=6 + index % 3)))
         builder.exchange(index)

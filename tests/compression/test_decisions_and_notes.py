@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import date
 from typing import Any
 
@@ -11,7 +12,7 @@ from compression.assembly import NOTES_KEY, SUMMARY_END, SUMMARY_PREFIX
 from compression.messages import ChatMessage
 from compression.sections import parse_sections
 from compression.tokens import estimate_text_tokens
-from tests.compression.conftest import ConversationBuilder, FakeSummaryLLM, order_payload
+from tests.compression.conftest import REFUND_REPLY, ConversationBuilder, FakeSummaryLLM, order_payload
 
 
 def engine(llm: FakeSummaryLLM | None, **options: Any) -> ContextCompressor:
@@ -105,28 +106,46 @@ def test_relative_dates_resolve_against_the_message_that_said_them() -> None:
 
 
 def test_due_date_is_the_structured_field_never_the_first_date_in_the_text() -> None:
-    summary = notes_with(["Ships 2026-12-01, arrives by 2026-12-04 {due: 2026-12-04 | ids: #W2378156 | from: #4}"])
-    builder = grow(ConversationBuilder().user("Where is #W2378156?").assistant("Checking.").messages, 5)
-    result = engine(FakeSummaryLLM(default=summary)).compress(builder.user("?").messages)
+    def summary(fields: str) -> Callable[[list[ChatMessage]], str]:
+        def write(messages: list[ChatMessage]) -> str:
+            source = turn_number(str(messages[-1]["content"]), "arrives by 2026-12-04")
+            return notes_with([f"Ships 2026-12-01, arrives by 2026-12-04 {{{fields}from: #{source}}}"])
+
+        return write
+
+    builder = ConversationBuilder().user("Where is #W2378156?").assistant("Checking.")
+    builder.user("When?").assistant("Order #W2378156 ships 2026-12-01 and arrives by 2026-12-04.")
+    messages = grow(builder.messages, 5).user("?").messages
+    result = engine(FakeSummaryLLM(default=summary("due: 2026-12-04 | ids: #W2378156 | "))).compress(messages)
     assert result.key_decisions[0].due_date == date(2026, 12, 4)
-    two_dates = notes_with(["Ships 2026-12-01, arrives by 2026-12-04"])
-    result = engine(FakeSummaryLLM(default=two_dates)).compress(builder.messages)
+    result = engine(FakeSummaryLLM(default=summary(""))).compress(messages)
     assert result.key_decisions[0].due_date is None, "two dates and no due field: no guess"
 
 
 def test_a_changed_promise_keeps_its_key_and_is_delivered_as_a_change() -> None:
+    """The change cites the support turn that made it; an uncited change is not believed (see test_decision_*)."""
     replies = iter(
         [
-            notes_with(["Refund of $42.10 for #W2378156 {due: 2026-12-02 | ids: #W2378156, $42.10}"]),
-            notes_with(["[P1] Refund of $42.10 for #W2378156 {due: 2026-12-09 | ids: #W2378156, $42.10}"]),
+            ("Your refund of $42.10", "Refund of $42.10 for #W2378156 {due: 2026-12-02 | ids: #W2378156, $42.10"),
+            ("moved your refund", "[P1] Refund of $42.10 for #W2378156 {due: 2026-12-09 | ids: #W2378156, $42.10"),
         ]
     )
-    compressor = engine(FakeSummaryLLM(default=lambda _: next(replies)))
-    first = compressor.compress(grow(ConversationBuilder().user("refund?").messages, 1).user("?").messages)
-    second = compressor.compress(grow(first.messages, 500).user("later?").messages)
+
+    def summarize(messages: list[ChatMessage]) -> str:
+        needle, item = next(replies)
+        return notes_with([f"{item} | from: #{turn_number(str(messages[-1]['content']), needle)}}}"])
+
+    compressor = engine(FakeSummaryLLM(default=summarize))
+    builder = ConversationBuilder().user("refund?").assistant("Let me see.").user("Order #W2378156, please.")
+    builder.assistant("Your refund of $42.10 for #W2378156 reaches your card by 2026-12-02.")
+    first = compressor.compress(grow(builder.messages, 4).user("?").messages)
+    later = grow(first.messages, 500, turns=2).user("Any news?")
+    later.assistant("We moved your refund of $42.10 for #W2378156 to 2026-12-09.")
+    second = compressor.compress(grow(later.messages, 600).user("later?").messages)
     (before,), (after,) = first.key_decisions, second.key_decisions
     assert before.new and not before.changed and before.due_date == date(2026, 12, 2)
     assert after.key == before.key and after.new and after.changed and after.due_date == date(2026, 12, 9)
+    assert after.change_reason == "due date moved from 2026-12-02 to 2026-12-09"
 
 
 def test_a_reworded_preference_is_the_same_decision() -> None:
@@ -192,8 +211,14 @@ def test_notes_and_pins_stay_within_their_budgets_and_decision_identifiers_are_n
         builder.user(f"Order {number}, email shopper{index}@example.com, paid ${index}.{index % 90 + 10}")
         builder.tools(("get_order", {"number": number}, order_payload(number)))
         builder.assistant(f"Order {number} is delivered.")
+        if index == 0:
+            builder.assistant(f"I will refund $0.10 for {number} by 2026-12-02.")
     builder.user("latest")
-    summary = notes_with(["Refund for #W3000000 {due: 2026-12-02 | ids: #W3000000, $0.10}"])
+
+    def summary(messages: list[ChatMessage]) -> str:
+        source = turn_number(str(messages[-1]["content"]), "I will refund $0.10")
+        return notes_with([f"Refund for #W3000000 {{due: 2026-12-02 | ids: #W3000000, $0.10 | from: #{source}}}"])
+
     compressor = engine(FakeSummaryLLM(default=summary), context_length=32_000)
     result = compressor.compress(builder.messages)
     notes = result.summary or ""
@@ -224,6 +249,7 @@ def test_previous_notes_are_found_by_the_host_key_even_without_a_frame() -> None
     llm = FakeSummaryLLM()
     builder = ConversationBuilder()
     builder.messages.append({"role": "user", "content": "opaque", NOTES_KEY: {"summary": notes_with(["[P4] Old"])}})
+    builder.user("refund?").assistant(REFUND_REPLY)
     messages = grow(builder.messages, 5).user("now").messages
     result = engine(llm).compress(messages)
     assert "<current-notes>" in llm.prompt(0) and "[P4] Old" in llm.prompt(0)

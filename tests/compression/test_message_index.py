@@ -16,11 +16,12 @@ from compression.facts import _extract
 from compression.message_index import INDEX_KEY, default_extractor, index_message, prime_caches
 from compression.messages import ChatMessage
 from compression.pruning import _shrink
-from tests.compression.conftest import ConversationBuilder, FakeSummaryLLM, order_payload
+from tests.compression.conftest import REFUND_REPLY, ConversationBuilder, FakeSummaryLLM, order_payload
 
 
 def long_session(turns: int = 24) -> list[ChatMessage]:
     builder = ConversationBuilder().user("Hi, my kettle from order #W2378156 arrived broken.").assistant("Sorry!")
+    builder.user("Can I get my money back?").assistant(REFUND_REPLY)
     for index in range(turns):
         number = f"#W{2_000_000 + index}"
         builder.tools(("get_order", {"number": number}, order_payload(number, items=6 + index % 3)))
@@ -141,7 +142,8 @@ def test_a_first_turn_ages_and_compacts_from_the_stored_index_exactly_as_without
     assert without_index(result.messages) == without_index(plain.messages)
     assert (result.summary, result.key_decisions) == (plain.summary, plain.key_decisions)
     assert reductions == 0, "aging took every reduced output from the stored index"
-    assert scans <= stubs + len(result.key_decisions) < plain_scans, "only the stubs' heads and new notes scanned"
+    items = len(result.key_decisions) + result.events[0]["decisions"]["rejected"]
+    assert scans <= stubs + items < plain_scans, "only the stubs' heads and the notes' items scanned"
 
 
 def test_a_history_stored_partly_before_indexing_ages_and_compacts_the_same() -> None:

@@ -3,6 +3,7 @@ later compaction with a conflicting decision does not overwrite a person's edit,
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,24 @@ CONFLICTING_SUMMARY = f"""## Customer Goal
 - Ship the replacement kettle for {ORDER} by 2026-12-05, by express courier, fee $5.00 waived.
 """
 EDITED = f"Ship the replacement kettle for {ORDER} by 2026-12-20, by express courier."
+
+
+# What the bot says in each phase: the summaries' promises cite these turns, as a real summary model's would.
+COMMITMENTS = (
+    f"I will ship the replacement kettle for {ORDER} by 2026-12-02.",
+    f"We can ship the replacement for {ORDER} by 2026-12-05 by express courier, fee $5.00 waived.",
+)
+
+
+def cited(summary: str, request: RecordedRequest) -> str:
+    """``summary`` with its promise citing the latest support turn of the request."""
+    turns = str(request.messages[-1]["content"]).split("<turns>", 1)[-1]
+    found = re.findall(r"^\[#(\d+) support", turns, re.MULTILINE)
+    if not found:
+        return summary
+    return "\n".join(
+        f"{line} {{from: #{found[-1]}}}" if line.startswith("- Ship") else line for line in summary.split("\n")
+    )
 
 
 def _chat(live: LiveApp, client: Any, conversation: str, texts: list[str], already: int) -> None:
@@ -65,8 +84,9 @@ def test_a_supervisors_edit_is_locked_and_survives_a_later_conflicting_compactio
 
     def answer(request: RecordedRequest) -> ScriptedReply:
         if request.model == SUMMARY_MODEL:
-            return ScriptedReply(text=summaries[-1])
-        return ScriptedReply(text="Noted. " + "I have recorded every detail of your request. " * 6)
+            return ScriptedReply(text=cited(summaries[-1], request))
+        said = COMMITMENTS[len(summaries) - 1]
+        return ScriptedReply(text=f"Noted. {said} " + "I have recorded every detail of your request. " * 6)
 
     scripted_server.set_rule(answer)
     options = {"memory_enabled": True, "memory_embedder": "hashing", "context_length": 2_048}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from typing import Any
@@ -29,6 +30,19 @@ SUMMARY = """## Customer Goal
 """
 
 
+COMMITMENT = "I approved the replacement and will ship the replacement kettle for #W5550001 by 2026-12-02."
+
+
+def cited_summary(request: RecordedRequest) -> str:
+    """SUMMARY with its decision and promise citing the first support turn, which makes them."""
+    turns = str(request.messages[-1]["content"]).split("<turns>", 1)[-1]
+    found = re.search(r"^\[#(\d+) support", turns, re.MULTILINE)
+    if found is None:
+        return SUMMARY
+    cited = f" {{from: #{found.group(1)}}}\n"
+    return SUMMARY.replace("#W5550001.\n", f"#W5550001.{cited}").replace("2026-12-02.\n", f"2026-12-02.{cited}")
+
+
 def _settings(tmp_path: Any, server: ScriptedLLMServer, **overrides: Any) -> Any:
     options = {"memory_enabled": True, "memory_embedder": "hashing", "context_length": 2_048, **overrides}
     return app_settings(tmp_path, server, **options)
@@ -46,8 +60,8 @@ def test_compaction_decisions_reach_memory_and_are_recalled_in_a_later_conversat
 ) -> None:
     def answer(request: RecordedRequest) -> ScriptedReply:
         if request.model == SUMMARY_MODEL:
-            return ScriptedReply(text=SUMMARY)
-        return ScriptedReply(text="Noted. " + "I have recorded every detail of your request. " * 6)
+            return ScriptedReply(text=cited_summary(request))
+        return ScriptedReply(text=f"Noted. {COMMITMENT} " + "I have recorded every detail of your request. " * 6)
 
     scripted_server.set_rule(answer)
     for live in run_live_app(_settings(tmp_path, scripted_server)):

@@ -14,7 +14,7 @@ from app.turns.context import load_context
 from compression import ContextCompressor, clear_caches
 from compression.facts import _extract
 from compression.pruning import PRUNED_MARKER, _shrink
-from tests.compression.conftest import FakeSummaryLLM, order_payload
+from tests.compression.conftest import REFUND_REPLY, FakeSummaryLLM, order_payload
 from tests.support.rows import add_customer_conversation
 
 TURNS = 20
@@ -36,7 +36,9 @@ def store_long_conversation(session: Session) -> int:
         }
         add(MessageRole.ASSISTANT, MessageAuthor.BOT, None, tool_calls=[call])
         session.add(Message.tool_result(cid, f"call_{turn}", order_payload(number)))
-        add(MessageRole.ASSISTANT, MessageAuthor.BOT, f"Order {number} was delivered on 2026-11-20. " + "More. " * 20)
+        reply = f"Order {number} was delivered on 2026-11-20. " + "More. " * 20
+        # The turn STANDARD_SUMMARY's commitments cite, so they are accepted as a real model's would be.
+        add(MessageRole.ASSISTANT, MessageAuthor.BOT, f"{REFUND_REPLY} {reply}" if turn == 1 else reply)
     session.commit()
     return cid
 
