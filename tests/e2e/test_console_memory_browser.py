@@ -26,6 +26,7 @@ from app.models import Conclusion, OutboxStatus, StaffRole
 from memory.conclusions import MemoryItem
 from tests.e2e.conftest import CHROMIUM_PATH, DESKTOP, PHONE
 from tests.e2e.test_console_browser import StaffBrowser
+from tests.support.citations import cite_latest_support_turn
 from tests.support.console_support import STAFF_PASSWORD, console_settings
 from tests.support.live_app import LiveApp, run_live_app
 from tests.support.scripted_llm import RecordedRequest, ScriptedLLMServer, ScriptedReply
@@ -54,7 +55,11 @@ EDITED = f"Ship the replacement kettle for {ORDER} by {EDITED_DUE}, by express c
 EDITED_EXPIRY = "2027-01-31"  # set in the form: later than the promise rule's 2027-01-19
 SUPERVISOR = ("sue@example.com", "Sue Park", StaffRole.SUPERVISOR)
 AGENT = ("sam@example.com", "Sam Rivera", StaffRole.AGENT)
-CHAT_REPLY = "Noted. " + "I have recorded every detail of your request. " * 6
+# What the bot says in each phase: the summaries' promises cite these turns, as a real summary model's would.
+COMMITMENTS = (
+    f"I will ship the replacement kettle for {ORDER} by 2026-12-02.",
+    f"We can ship the replacement for {ORDER} by 2026-12-05 by express courier, fee $5.00 waived.",
+)
 DELIVERY_TIMEOUT_S = 30.0
 
 
@@ -79,8 +84,9 @@ def summaries() -> list[str]:
 def scripted(summaries: list[str]) -> Iterator[ScriptedLLMServer]:
     def answer(request: RecordedRequest) -> ScriptedReply:
         if request.model == SUMMARY_MODEL:
-            return ScriptedReply(text=summaries[-1])
-        return ScriptedReply(text=CHAT_REPLY)
+            return ScriptedReply(text=cite_latest_support_turn(summaries[-1], request, item_prefix="- Ship"))
+        said = COMMITMENTS[len(summaries) - 1]
+        return ScriptedReply(text=f"Noted. {said} " + "I have recorded every detail of your request. " * 6)
 
     with ScriptedLLMServer() as server:
         server.set_rule(answer)

@@ -3,7 +3,6 @@ later compaction with a conflicting decision does not overwrite a person's edit,
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from app.customer_memory.ids import memory_customer_id
 from app.models import Conclusion, OutboxStatus, StaffRole
 from memory.conclusions import Conclusion as MemoryConclusion
 from memory.conclusions import ConclusionKind, ConclusionSource, MemoryItem
+from tests.support.citations import cite_latest_support_turn
 from tests.support.console_support import audit_actions, console_app, make_staff, signed_in
 from tests.support.live_app import LiveApp
 from tests.support.scripted_llm import RecordedRequest, ScriptedLLMServer, ScriptedReply
@@ -39,17 +39,6 @@ COMMITMENTS = (
     f"I will ship the replacement kettle for {ORDER} by 2026-12-02.",
     f"We can ship the replacement for {ORDER} by 2026-12-05 by express courier, fee $5.00 waived.",
 )
-
-
-def cited(summary: str, request: RecordedRequest) -> str:
-    """``summary`` with its promise citing the latest support turn of the request."""
-    turns = str(request.messages[-1]["content"]).split("<turns>", 1)[-1]
-    found = re.findall(r"^\[#(\d+) support", turns, re.MULTILINE)
-    if not found:
-        return summary
-    return "\n".join(
-        f"{line} {{from: #{found[-1]}}}" if line.startswith("- Ship") else line for line in summary.split("\n")
-    )
 
 
 def _chat(live: LiveApp, client: Any, conversation: str, texts: list[str], already: int) -> None:
@@ -84,7 +73,7 @@ def test_a_supervisors_edit_is_locked_and_survives_a_later_conflicting_compactio
 
     def answer(request: RecordedRequest) -> ScriptedReply:
         if request.model == SUMMARY_MODEL:
-            return ScriptedReply(text=cited(summaries[-1], request))
+            return ScriptedReply(text=cite_latest_support_turn(summaries[-1], request, item_prefix="- Ship"))
         said = COMMITMENTS[len(summaries) - 1]
         return ScriptedReply(text=f"Noted. {said} " + "I have recorded every detail of your request. " * 6)
 

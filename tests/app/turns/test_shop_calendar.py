@@ -7,6 +7,7 @@ from typing import Any
 
 from app.turns.context_engines import default_compressor
 from tests.compression.conftest import BASE_TIME, ConversationBuilder
+from tests.support.citations import cite_latest_support_turn
 from tests.support.scripted_llm import RecordedRequest, ScriptedLLMServer, ScriptedReply
 from tests.support.settings import SUMMARY_MODEL, GatewayFactory, app_settings
 
@@ -21,7 +22,11 @@ SAID_AT = datetime(2026, 11, 30, 23, 30, tzinfo=UTC)
 
 def due_date_in_a_shop_of(zone: str, tmp_path: Any, server: ScriptedLLMServer, make_gateway: GatewayFactory) -> date:
     def answer(request: RecordedRequest) -> ScriptedReply:
-        return ScriptedReply(text=NOTES if request.model == SUMMARY_MODEL else "ok")
+        if request.model != SUMMARY_MODEL:
+            return ScriptedReply(text="ok")
+        return ScriptedReply(
+            text=cite_latest_support_turn(NOTES, request, item_prefix="- Email", saying="return label")
+        )
 
     server.set_rule(answer)
     settings = app_settings(tmp_path, server, timezone=zone, context_length=16_000)
