@@ -129,3 +129,22 @@ def test_locking_a_promise_keeps_its_due_date_and_expiry(minilm_memory: Customer
     assert locked.locked and locked.due_date == SOON
     assert locked.metadata["expires_on"] == (SOON + timedelta(days=PROMISE_GRACE_DAYS)).isoformat()
     assert [item.id for item in minilm_memory.active_promises("37")] == [memory_id]
+
+
+def test_the_customers_export_says_who_made_a_promise_and_why_it_was_replaced(minilm_memory: CustomerMemory) -> None:
+    first = Conclusion(
+        "32",
+        ConclusionKind.PROMISE,
+        "Refund of $20.00 for order #W2222222",
+        ConclusionSource.COMPACTION,
+        SOON,
+        ("#W2222222", "$20.00"),
+        said_by="staff:4",
+    )
+    (old,) = minilm_memory.remember([first])
+    (new,) = minilm_memory.remember([promise("32", "Refund of $25.00 for order #W2222222", "#W2222222", "$25.00")])
+
+    exported = {item["id"]: item for item in (m.to_dict() for m in minilm_memory.export_customer("32"))}
+
+    assert exported[old]["said_by"] == "staff:4" and exported[old]["superseded_by"] == new
+    assert exported[old]["superseded_reason"]
