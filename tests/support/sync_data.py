@@ -9,7 +9,10 @@ from sqlmodel import Session
 
 from app.db import create_db_engine
 from app.models import Conversation, Customer, Message, MessageAuthor, MessageRole
+from app.sync import SyncRunner
 from app.turns.context import start_first_segment
+from app.turns.context_engines import default_compressor
+from tests.support.live_app import LiveApp
 
 SEED_BATCH = 500
 PROMISE_DUE = "2026-12-05"
@@ -52,4 +55,18 @@ def promise_notes(summary_request: str) -> str:
     return (
         "## Customer Goal\n- A refund.\n## Promises & Commitments\n"
         f"- Full refund for order #W{number:07d} {{due: {PROMISE_DUE} | ids: #W{number:07d} | from: #1}}\n"
+    )
+
+
+def live_sync_runner(live: LiveApp, *, now: datetime) -> SyncRunner:
+    """The sync as the running app builds it (its compressor, usage ledger, outbox and memory), at the time ``now``."""
+    services = live.services
+    assert services.memory is not None
+    return SyncRunner(
+        services.db,
+        lambda: default_compressor(services.gateway, services.settings),
+        services.gateway.ledger,
+        deliver=services.memory.outbox.deliver_due,
+        memory=services.memory.store,
+        clock=lambda: now,
     )

@@ -12,26 +12,17 @@ from app.customer_memory.ids import memory_customer_id
 from app.models import Conclusion, StaffRole
 from app.sync import SyncOptions, SyncRunner
 from app.sync.conversation import Outcome
-from app.turns.context_engines import default_compressor
 from tests.support.console_support import console_app, signed_in
 from tests.support.live_app import LiveApp
 from tests.support.scripted_llm import ScriptedLLMServer
 from tests.support.staff_promises import ORDER, STAFF_NAME, STAFF_PROMISE, script_summaries
+from tests.support.sync_data import live_sync_runner
 
 LATER = datetime.now(UTC) + timedelta(hours=2)  # past the idle window
 
 
 def sync_runner(live: LiveApp) -> SyncRunner:
-    services = live.services
-    assert services.memory is not None
-    return SyncRunner(
-        services.db,
-        lambda: default_compressor(services.gateway, services.settings),
-        services.gateway.ledger,
-        deliver=services.memory.outbox.deliver_due,
-        memory=services.memory.store,
-        clock=lambda: LATER,
-    )
+    return live_sync_runner(live, now=LATER)
 
 
 OPTIONS = SyncOptions(idle_minutes=30, concurrency=1)

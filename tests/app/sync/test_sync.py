@@ -16,10 +16,10 @@ from sqlmodel import select
 from app.models import Compaction, Conclusion, Conversation, SyncRun
 from app.sync import SyncAlreadyRunningError, SyncOptions, SyncRunner, exclusive_sync
 from app.sync.conversation import Outcome
-from app.turns.context_engines import default_compressor
 from tests.support.live_app import LiveApp, run_live_app
 from tests.support.scripted_llm import RecordedRequest, ScriptedLLMServer, ScriptedReply
 from tests.support.settings import CHAT_MODEL, SUMMARY_MODEL, app_settings
+from tests.support.sync_data import live_sync_runner
 
 PROMISE_REPLY = "I've approved a refund of $24.99 for order #W1112223. It will reach your card by Friday."
 # Written the way the summary prompt asks: the due date as the turn said it, the turn it came from.
@@ -55,16 +55,7 @@ def _conversation(live: LiveApp, client: httpx.Client, text: str) -> str:
 
 
 def _runner(live: LiveApp) -> SyncRunner:
-    services = live.services
-    assert services.memory is not None
-    return SyncRunner(
-        services.db,
-        lambda: default_compressor(services.gateway, services.settings),
-        services.gateway.ledger,
-        deliver=services.memory.outbox.deliver_due,
-        memory=services.memory.store,
-        clock=lambda: LATER,
-    )
+    return live_sync_runner(live, now=LATER)
 
 
 OPTIONS = SyncOptions(idle_minutes=30, concurrency=4)
