@@ -18,6 +18,7 @@ import re
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
+from benchmarks.harness.summarizer import promise_items, request_material
 from compression import ContextCompressor
 from compression.messages import ChatMessage
 from compression.types import Completion, KeyDecision, Usage
@@ -76,9 +77,8 @@ class CarelessSummarizer:
         self.calls = 0
 
     def _carried(self, notes: str) -> list[str]:
-        lines = notes.split("## Promises & Commitments", 1)[-1].split("\n## ", 1)[0].splitlines()
         carried = []
-        for line in (line[2:] for line in lines if line.startswith("- ") and line[2:] != "None"):
+        for line in promise_items(notes):
             if self.calls % 3 == 1:
                 line = "As promised, " + re.sub(r"^\[P\d+\]\s*", "", line)
             elif self.calls % 3 == 2:
@@ -91,10 +91,7 @@ class CarelessSummarizer:
     def complete(self, messages: list[ChatMessage], *, model: str, max_tokens: int) -> Completion:
         self.calls += 1
         prompt = str(messages[-1]["content"])
-        notes = (
-            prompt.split("<current-notes>", 1)[1].split("</current-notes>", 1)[0] if "<current-notes>" in prompt else ""
-        )
-        turns = prompt.split("<turns>", 1)[1].split("</turns>", 1)[0]
+        notes, turns = request_material(prompt)
         promises = self._carried(notes)
         for block in _BLOCK.finditer(turns):
             found = _PROMISE.search(block.group("text"))

@@ -25,6 +25,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from benchmarks.harness.report import print_report
+from benchmarks.harness.summarizer import promise_items, request_material
 from compression import ContextCompressor
 from compression.messages import ChatMessage
 from compression.types import Completion, KeyDecision, Usage
@@ -92,8 +93,7 @@ class CarelessSummarizer:
         self.calls = 0
 
     def _carried(self, notes: str) -> list[str]:
-        lines = notes.split("## Promises & Commitments", 1)[-1].split("\n## ", 1)[0].splitlines()
-        carried = [line[2:] for line in lines if line.startswith("- ") and line[2:] != "None"]
+        carried = promise_items(notes)
         if self.calls % 2 == 0:
             carried = carried[-KEEP_BULLETS:]
         if self.calls % 3 == 1:
@@ -105,11 +105,9 @@ class CarelessSummarizer:
     def complete(self, messages: list[ChatMessage], *, model: str, max_tokens: int) -> Completion:
         self.calls += 1
         prompt = str(messages[-1]["content"])
-        notes = (
-            prompt.split("<current-notes>", 1)[1].split("</current-notes>", 1)[0] if "<current-notes>" in prompt else ""
-        )
+        notes, turns = request_material(prompt)
         promises = self._carried(notes)
-        for block in _BLOCK.finditer(prompt.split("<turns>", 1)[1].split("</turns>", 1)[0]):
+        for block in _BLOCK.finditer(turns):
             text, source = block.group("text"), block.group("index")
             if found := _PROMISE.search(text):
                 due = found.group("phrase")

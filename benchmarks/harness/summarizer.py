@@ -44,3 +44,16 @@ class ScriptedSummarizer:
         usage = Usage(estimate_messages_tokens(messages), estimate_text_tokens(SCRIPTED_SUMMARY))
         self.usage_by_model[model] = self.usage_by_model.get(model, Usage()) + usage
         return Completion(text=SCRIPTED_SUMMARY, model=model, usage=usage)
+
+
+def request_material(prompt: str) -> tuple[str, str]:
+    """The current notes (empty on a first compaction) and the turns of a compaction request, for scripted models
+    that answer from what they were sent."""
+    notes = prompt.split("<current-notes>", 1)[1].split("</current-notes>", 1)[0] if "<current-notes>" in prompt else ""
+    return notes, prompt.split("<turns>", 1)[1].split("</turns>", 1)[0]
+
+
+def promise_items(notes: str) -> list[str]:
+    """The items of the notes' Promises & Commitments section, without their bullets."""
+    lines = notes.split("## Promises & Commitments", 1)[-1].split("\n## ", 1)[0].splitlines()
+    return [line[2:] for line in lines if line.startswith("- ") and line[2:] != "None"]
