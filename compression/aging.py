@@ -30,7 +30,7 @@ from compression.message_index import default_extractor
 from compression.messages import ChatMessage, function_calls
 from compression.pruning import PRUNE_MIN_CHARS, PRUNED_MARKER, is_pruned, shrink_tool_output
 from compression.sanitize import sanitize_messages
-from compression.tokens import estimate_messages_tokens, estimate_text_tokens
+from compression.tokens import estimate_text_tokens
 
 DEFAULT_KEEP_RECENT_TOOL_TURNS = 3
 DEFAULT_AGING_BATCH_TOKENS = 2_000
@@ -108,10 +108,9 @@ def age_tool_results(
     docstring)."""
     clean = sanitize_messages(messages)
     sane: list[ChatMessage] = clean.messages if clean.dropped or clean.repaired else _as_list(messages)
-    customer_turns = [i for i, m in enumerate(sane) if m.get("role") == "user" and notes_of(m) is None]
-    if keep_recent_user_turns <= 0 or len(customer_turns) < keep_recent_user_turns:
+    boundary = _recent_turns_start(sane, keep_recent_user_turns)
+    if boundary is None:
         return AgingResult(messages=sane)
-    boundary = customer_turns[-keep_recent_user_turns]
     stubs, saved = _closed_batches(sane, boundary, min_batch_tokens)
     if not stubs:
         return AgingResult(messages=sane)
@@ -129,15 +128,32 @@ def _as_list(messages: Sequence[Any]) -> list[ChatMessage]:
     return messages if isinstance(messages, list) else list(messages)
 
 
+def _recent_turns_start(messages: list[ChatMessage], keep_recent_user_turns: int) -> int | None:
+    """Where the last ``keep_recent_user_turns`` customer messages start (notes are not one), or None when there
+    are fewer; found from the end, so a long history is not read for it."""
+    if keep_recent_user_turns <= 0:
+        return None
+    found = 0
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.get("role") == "user" and notes_of(message) is None:
+            found += 1
+            if found == keep_recent_user_turns:
+                return index
+    return None
+
+
 def _closed_batches(messages: list[ChatMessage], boundary: int, min_batch_tokens: int) -> tuple[dict[int, Stub], int]:
     """The stubs of the results before ``boundary`` that belong to closed batches, by position, and the estimated
     tokens they save."""
-    calls = _calls_by_id(messages[:boundary])
+    calls: dict[str, tuple[str, str]] = {}
     stubs: dict[int, Stub] = {}
     batch: dict[int, Stub] = {}
     saved = total_saved = 0
     for index in range(boundary):
         message = messages[index]
+        if message.get("tool_calls"):  # a result comes after its call, so one pass learns the calls as it goes
+            calls.update(_calls_by_id((message,)))
         content, call_id = message.get("content"), message.get("tool_call_id")
         if message.get("role") != "tool" or not isinstance(content, str) or not isinstance(call_id, str):
             continue
@@ -158,17 +174,14 @@ def _closed_batches(messages: list[ChatMessage], boundary: int, min_batch_tokens
     return stubs, total_saved
 
 
-def aging_event(
-    before: list[ChatMessage], result: AgingResult, newly_aged: int, duration_ms: float
-) -> dict[str, object]:
-    """The trace event of an aging batch (the stubs are the only change, so the tokens after are the tokens before
-    less what they save)."""
-    tokens_before = estimate_messages_tokens(before)
+def aging_event(tokens_after: int, result: AgingResult, newly_aged: int, duration_ms: float) -> dict[str, object]:
+    """The trace event of an aging batch, from the estimated tokens of the aged messages (the stubs are the only
+    change, so the tokens before are those plus what the stubs save)."""
     return {
         "strategy": "micro_compaction",
         "engine": "compressor",
-        "tokens_before": tokens_before,
-        "tokens_after": tokens_before - result.tokens_saved,
+        "tokens_before": tokens_after + result.tokens_saved,
+        "tokens_after": tokens_after,
         "results_aged": newly_aged,
         "results_aged_total": len(result.aged_call_ids),
         "duration_ms": round(duration_ms, 3),

@@ -49,6 +49,7 @@ from compression.decisions import DecisionLedger, ReconcileContext
 from compression.engine import ContextEngine, register_engine, trace_event
 from compression.facts import DEFAULT_FACT_PATTERNS, FactExtractor, FactPattern
 from compression.fallback import fallback_summary
+from compression.known_context import KnownContext
 from compression.message_index import IndexPrimer, history_mark, warm_caches
 from compression.messages import ChatMessage
 from compression.pinning import PinnedIdentifiers, PinSelection, strip_pinned_block
@@ -193,6 +194,7 @@ class ContextCompressor(ContextEngine):
         self._recent_compactions: deque[int] = deque()
         self._indexed: tuple[int, tuple[object, ...]] = (0, ())
         self._primer = IndexPrimer(self.extractor)
+        self._known = KnownContext()
         self.update_model(model, context_length)
 
     # -- budgets ---------------------------------------------------------------------------------------------
@@ -237,7 +239,7 @@ class ContextCompressor(ContextEngine):
         """Estimate-based trigger; also indexes new messages so a later compaction finds its work cached. Like a
         compaction it takes any item: what is not a message counts nothing and is not indexed."""
         self._index(messages)
-        return self.should_compress(estimate_messages_tokens(messages))
+        return self.should_compress(self._known.estimate(messages))
 
     def _index(self, messages: list[ChatMessage]) -> None:
         """Shrink tool output and extract identifiers of the messages and tool calls not indexed yet (both cached
@@ -272,13 +274,16 @@ class ContextCompressor(ContextEngine):
             messages, keep_recent_user_turns=self.keep_recent_tool_turns, min_batch_tokens=self.aging_batch_tokens
         )
         newly_aged = set(result.aged_call_ids) - self._aged_call_ids
-        if newly_aged:
-            self._aged_call_ids |= newly_aged
-            for stub in result.stubs:  # index the new stubs now, as preflight does for new messages
-                if stub.call_id in newly_aged:
-                    remember_stub_identifiers(stub, self.extractor)
-            duration_ms = (time.perf_counter() - started) * 1000
-            result.events.append(aging_event(messages, result, len(newly_aged), duration_ms))
+        if not newly_aged:
+            self._known.remember(result.messages, clean=True)
+            return result
+        self._aged_call_ids |= newly_aged
+        for stub in result.stubs:  # index the new stubs now, as preflight does for new messages
+            if stub.call_id in newly_aged:
+                remember_stub_identifiers(stub, self.extractor)
+        tokens_after = self._known.estimate(result.messages, clean=True)
+        duration_ms = (time.perf_counter() - started) * 1000
+        result.events.append(aging_event(tokens_after, result, len(newly_aged), duration_ms))
         return result
 
     def on_session_start(self, session_id: str) -> None:
@@ -294,7 +299,7 @@ class ContextCompressor(ContextEngine):
         focus_topic: str | None = None,
     ) -> CompressionResult:
         self._primer.prime(messages)
-        clean = sanitize_messages(messages)
+        clean = sanitize_messages(messages, clean_prefix=self._known.clean_prefix(messages))
         result = self._compress(clean.messages, current_tokens=current_tokens, focus_topic=focus_topic)
         if clean.dropped or clean.repaired:
             result.events[0]["input_repairs"] = clean.trace()
@@ -308,7 +313,7 @@ class ContextCompressor(ContextEngine):
         self, messages: list[ChatMessage], *, current_tokens: int | None, focus_topic: str | None
     ) -> CompressionResult:
         started = time.perf_counter()
-        estimated_before = estimate_messages_tokens(messages)
+        estimated_before = self._known.estimate(messages, clean=True)
         tokens_before = current_tokens if current_tokens is not None else estimated_before
         previous = find_notes(messages)
         if previous is not None and not self.ledger.known:

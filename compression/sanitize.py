@@ -180,11 +180,12 @@ def _clean_message(message: dict[str, Any], index: int, notes: list[str]) -> tup
     return cleaned, changed or calls_changed
 
 
-def sanitize_messages(messages: Sequence[Any]) -> Sanitized:
-    """Messages safe for every later step; unchanged messages are passed through as the same objects."""
-    result = Sanitized(messages=[], origins=[])
+def sanitize_messages(messages: Sequence[Any], *, clean_prefix: int = 0) -> Sanitized:
+    """Messages safe for every later step; unchanged messages are passed through as the same objects. The first
+    ``clean_prefix`` are known to be sanitized already (``compression.known_context``) and are not checked."""
+    result = Sanitized(messages=list(messages[:clean_prefix]), origins=list(range(clean_prefix)))
     keep, keep_origin = result.messages.append, result.origins.append
-    for index, item in enumerate(messages):
+    for index, item in enumerate(messages[clean_prefix:], start=clean_prefix):
         if isinstance(item, dict) and _is_clean(item):
             keep(cast(ChatMessage, item))
             keep_origin(index)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, tzinfo
 from functools import lru_cache
 from importlib.resources import files
@@ -78,11 +78,23 @@ def _system_prompt(directory: Path) -> str:
     return prompt_environment(directory).get_template(SYSTEM_TEMPLATE).render()
 
 
+@lru_cache(maxsize=4)
 def load_prompt_templates(directory: Path) -> None:
-    """Compile the summary templates now, so a missing or broken template fails at startup, not mid-conversation."""
-    environment = prompt_environment(directory)
-    environment.get_template(SYSTEM_TEMPLATE)
-    environment.get_template(REQUEST_TEMPLATE)
+    """Compile and render the summary templates now, with every variable set, so that a missing or broken template
+    or one that names an unknown variable fails at startup, not mid-conversation (the first render of a template
+    also costs several times a later one, which the first compaction no longer pays)."""
+    _system_prompt(directory)
+    sample = SummaryRequest(
+        previous_summary="- notes",
+        pinned="#W1",
+        latest_ask="?",
+        focus_topic="x",
+        as_of=None,
+        max_tokens=100,
+        prompts_dir=directory,
+    )
+    sample.build("[#1 customer] hi", "- notes")
+    replace(sample, previous_summary=None, pinned="", focus_topic=None).build("", None)
 
 
 def _clip(text: str, head: int, tail: int) -> str:
@@ -150,15 +162,16 @@ def describe_turn(
     role = str(message.get("role") or "unknown")
     if role == "tool":
         speaker = f"result of {tool_names.get(str(message.get('tool_call_id')), 'a tool')}"
-    elif is_staff(message):
+    elif role == "assistant" and is_staff(message):
         speaker = STAFF_SPEAKER
     else:
         speaker = SPEAKERS.get(role, role)
-    described = f"[#{index} {speaker}{_stamp(message.get('created_at'), zone)}]"
     content = message.get("content")
     text = (content if isinstance(content, str) else content_text(content)).strip()
-    if text:
-        described = f"{described}\n{_clip(text, head, tail)}"
+    if len(text) > head + tail + 40:
+        text = _clip(text, head, tail)
+    stamp = _stamp(message.get("created_at"), zone)
+    described = f"[#{index} {speaker}{stamp}]\n{text}" if text else f"[#{index} {speaker}{stamp}]"
     if not message.get("tool_calls"):  # most turns: no call to describe, so no generator to run
         return described
     calls = [f"-> {c.name}({_clip(c.arguments, TOOL_ARGUMENTS_PREVIEW_CHARS, 0)})" for c in function_calls(message)]
