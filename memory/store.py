@@ -23,7 +23,9 @@ recall for others. Every lock is acquired with a timeout: a call stuck behind a 
 (``EMBEDDING_REQUEST_TIMEOUT_S``), so a hung request ends and gives its thread back.
 
 Recall embeds its query through ``memory.query_cache``: the same question of the same customer within a burst is
-embedded once; erasing the customer empties their part of that cache.
+embedded once; erasing the customer empties their part of that cache. Erasure also reaches the disk: the SQLite
+files this store writes delete securely and have their write-ahead logs emptied afterwards (``truncate_wal``,
+``memory.sqlite_wal``).
 
 Errors: see ``memory.errors`` (``CustomerMemoryError`` and its subclasses, re-exported here).
 """
