@@ -4,8 +4,9 @@ Lifecycle: the application factory (or a CLI command) builds one engine with ``c
 ``migrate(url)`` once at startup, and stores the engine on ``app.state.db``; request handlers receive a
 ``Session`` through the ``get_session`` dependency (tests override it with ``app.dependency_overrides``).
 
-SQLite is the embedded default: every connection switches on WAL (readers never block the writer), foreign keys and
-a busy timeout, and transactions begin explicitly so that migrations are atomic and SAVEPOINTs work. Any other
+SQLite is the embedded default: every connection switches on WAL (readers never block the writer), foreign keys,
+a busy timeout and secure delete (zeroed deleted rows; ``truncate_wal`` then empties the log, so an erasure reaches
+the disk), and transactions begin explicitly so that migrations are atomic and SAVEPOINTs work. Any other
 SQLAlchemy URL (PostgreSQL in production) is used as given. Its pool does not ping a connection before lending it
 (a round trip per transaction, on the database every worker shares); connections are recycled after
 ``POOL_RECYCLE_S`` instead, and a connection found dead when used invalidates the pool, so a database restart costs
@@ -22,6 +23,7 @@ find the database at the newest revision.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
@@ -34,6 +36,9 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.pool import StaticPool
 from sqlmodel import Session
 from starlette.requests import HTTPConnection
+
+from memory.sqlite_wal import SECURE_DELETE
+from memory.sqlite_wal import truncate_wal as truncate_sqlite_wal
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 SQLITE_BUSY_TIMEOUT_MS = 5_000
@@ -64,6 +69,9 @@ def _set_sqlite_pragmas(dbapi_connection: Any, connection_record: Any) -> None:
         cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
         # Durable at every checkpoint and much faster than FULL; the WAL protects against corruption.
         cursor.execute("PRAGMA synchronous=NORMAL")
+        # Deleted rows are zeroed, so an erased customer's text leaves the file (``truncate_wal`` then removes the
+        # older page versions from the write-ahead log).
+        cursor.execute(SECURE_DELETE)
     finally:
         cursor.close()
 
@@ -94,6 +102,23 @@ def create_db_engine(url: str, *, echo: bool = False) -> Engine:
     event.listen(engine, "connect", _set_sqlite_pragmas)
     event.listen(engine, "begin", _begin_sqlite_transaction)
     return engine
+
+
+def truncate_wal(engine: Engine) -> bool:
+    """Copy a SQLite database's write-ahead log into the database file and empty the log, so that pages an erasure
+    overwrote (``secure_delete``) leave no older copy behind in ``-wal``. True when done, or nothing to do (not a
+    SQLite file); False when another connection was still reading an older snapshot after the busy timeout: the
+    log then empties at a later checkpoint."""
+    if not is_sqlite_url(str(engine.url)) or _is_sqlite_memory(str(engine.url)):
+        return True
+    connection = engine.raw_connection()
+    try:
+        # The driver connection is in autocommit mode (_set_sqlite_pragmas): a checkpoint cannot run in a transaction.
+        driver = connection.driver_connection
+        assert isinstance(driver, sqlite3.Connection)
+        return truncate_sqlite_wal(driver)
+    finally:
+        connection.close()
 
 
 def autocommit_step(session: Session) -> None:

@@ -13,7 +13,9 @@ Layout: one table of rows (collection, id, user_id, vector as little-endian floa
 on (collection, user_id) and a unique one on (collection, id); a second table records each collection's dimension,
 so a store built with another embedder is refused instead of mixing vector spaces. Reads run on per-thread
 connections and never block writers (WAL); each write is one ``BEGIN IMMEDIATE`` transaction, waiting at most
-``busy_timeout_s`` for another process's write. Scores are cosine similarities (higher is closer), as Qdrant gives.
+``busy_timeout_s`` for another process's write. Deleted rows are zeroed (``memory.sqlite_wal``), and an erasure
+empties the write-ahead log (``truncate_wal``), so a deleted memory's text leaves the disk. Scores are cosine
+similarities (higher is closer), as Qdrant gives.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import numpy as np
 from mem0.vector_stores.base import VectorStoreBase
 from pydantic import BaseModel
 
+from memory.sqlite_wal import SECURE_DELETE, truncate_wal
 from memory.store_filters import CUSTOMER_KEY, sql_condition
 
 PROVIDER = "memdesk_sqlite"
@@ -123,6 +126,7 @@ class SQLiteVectorStore(VectorStoreBase):  # type: ignore[misc]  # Mem0 ships no
             )
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute("PRAGMA synchronous=FULL")  # a commit survives a power cut, not only a crash
+            connection.execute(SECURE_DELETE)
             self._local.connection = connection
             with self._connections_lock:
                 self._connections.append(connection)
@@ -138,6 +142,10 @@ class SQLiteVectorStore(VectorStoreBase):  # type: ignore[misc]  # Mem0 ships no
             connection.execute("ROLLBACK")
             raise
         connection.execute("COMMIT")
+
+    def truncate_wal(self) -> bool:
+        """Empty the store's write-ahead log into its file (``memory.sqlite_wal.truncate_wal``)."""
+        return truncate_wal(self._connection())
 
     def close(self) -> None:
         """Close every connection this store opened (in any thread)."""

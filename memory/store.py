@@ -23,7 +23,9 @@ recall for others. Every lock is acquired with a timeout: a call stuck behind a 
 (``EMBEDDING_REQUEST_TIMEOUT_S``), so a hung request ends and gives its thread back.
 
 Recall embeds its query through ``memory.query_cache``: the same question of the same customer within a burst is
-embedded once; erasing the customer empties their part of that cache.
+embedded once; erasing the customer empties their part of that cache. Erasure also reaches the disk: the SQLite
+files this store writes delete securely and have their write-ahead logs emptied afterwards (``truncate_wal``,
+``memory.sqlite_wal``).
 
 Errors: see ``memory.errors`` (``CustomerMemoryError`` and its subclasses, re-exported here).
 """
@@ -51,6 +53,7 @@ from memory.errors import (
 from memory.items import as_date, as_item, check_customer_id, human_mark
 from memory.locks import SequenceLock, SerializedClient, creation_serialized, held
 from memory.query_cache import CachingEmbedder, QueryEmbeddingCache
+from memory.sqlite_wal import SECURE_DELETE, truncate_wal
 from memory.supersession import Comparison, embedder_key, supersession_marks
 
 __all__ = [
@@ -166,6 +169,7 @@ class CustomerMemory:
             # half its time on this machine's disk, benchmarks.memory); the memory itself is flushed on commit.
             history.connection.execute("PRAGMA synchronous=NORMAL")
             history.connection.execute(f"PRAGMA busy_timeout={int(self.lock_timeout_s * 1000)}")
+            history.connection.execute(SECURE_DELETE)  # an erased memory's old texts are zeroed, not left as free space
         if self.options.embedder is EmbedderKind.OPENAI:
             embedding_model = self._mem0.embedding_model
             embedding_model.client = embedding_model.client.with_options(
@@ -421,7 +425,29 @@ class CustomerMemory:
             for memory_id in ids:
                 self._mem0.delete(memory_id)
             self._erase_history(ids)
-            return len(ids)
+        unwiped = self.truncate_wal()
+        if unwiped:
+            logger.warning(
+                "Another connection was reading %s during an erasure: the erased text stays in their write-ahead "
+                "logs until their next checkpoint.",
+                ", ".join(str(path) for path in unwiped),
+            )
+        return len(ids)
+
+    def truncate_wal(self) -> builtins.list[Path]:
+        """Empty the write-ahead logs of the SQLite files this store writes (the embedded vector store and Mem0's
+        history) into the files themselves, whose deleted rows are zeroed (``SECURE_DELETE``): after an erasure, no
+        copy of the erased text stays on disk in a log. Returns the files whose log another connection kept open
+        (it empties at a later checkpoint). pgvector's rows live in PostgreSQL, and the Qdrant store is not SQLite
+        in WAL mode: neither has a log here."""
+        unwiped = []
+        if self.options.vector_store is VectorStoreKind.SQLITE and not self._mem0.vector_store.truncate_wal():
+            unwiped.append(self.options.sqlite_path)
+        history = self._mem0.db
+        with history._lock:  # Mem0's own lock around its SQLite connection
+            if not truncate_wal(history.connection):
+                unwiped.append(self.options.history_db_path)
+        return unwiped
 
     def _erase_history(self, memory_ids: Sequence[str]) -> None:
         history_db = self._mem0.db

@@ -11,11 +11,10 @@ sent to it. With no such server, the command opens the database and the memory s
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, Protocol
+from typing import Annotated, Protocol
 
 import typer
 from sqlalchemy.engine import Engine
@@ -34,7 +33,14 @@ from app.cli.common import (
 from app.cli.running_server import RunningServer, running_server
 from app.db import create_db_engine, migrate
 from app.models import Customer
-from app.privacy import CustomerNotFoundError, erase_customer, export_customer, find_customer
+from app.privacy import (
+    CustomerExport,
+    CustomerNotFoundError,
+    erase_customer,
+    export_customer,
+    find_customer,
+    printable_export,
+)
 from app.settings import Settings
 from memory.store import CustomerMemory
 
@@ -57,7 +63,7 @@ def customer_group(context: typer.Context) -> None:
 
 
 class CustomerData(Protocol):
-    def export(self, reference: str) -> dict[str, Any]: ...
+    def export(self, reference: str) -> CustomerExport: ...
 
     def erase(self, reference: str) -> dict[str, int]: ...
 
@@ -66,14 +72,16 @@ class CustomerData(Protocol):
 def export_command(
     customer: CustomerArgument,
     output: Annotated[
-        Path | None, typer.Option(help="write the JSON to this file instead of standard output", show_default=False)
+        Path | None, typer.Option(help="write the export to this file instead of standard output", show_default=False)
     ] = None,
+    html: Annotated[bool, typer.Option("--html", help="a printable HTML page instead of JSON")] = False,
     database_url: DatabaseUrlOption = None,
 ) -> None:
-    """Print everything memdesk holds about a customer as JSON."""
+    """Print a customer's data, readable by them (JSON; --html: a page)."""
     settings = load_settings(database_url)
     with database_errors_explained(), customer_data(settings, action="an export") as data:
-        document = json.dumps(data.export(customer), indent=2)
+        exported = data.export(customer)
+    document = printable_export(exported) if html else exported.model_dump_json(indent=2)
     if output is None:
         print(document)
         return
@@ -153,8 +161,8 @@ class ServerCustomerData:
         self._client = AdminClient(server, settings.admin_token.get_secret_value())
         self._engine = engine
 
-    def export(self, reference: str) -> dict[str, Any]:
-        return self._client.export_customer(_public_id(self._engine, reference))
+    def export(self, reference: str) -> CustomerExport:
+        return CustomerExport.model_validate(self._client.export_customer(_public_id(self._engine, reference)))
 
     def erase(self, reference: str) -> dict[str, int]:
         return self._client.erase_customer(_public_id(self._engine, reference))
@@ -186,7 +194,7 @@ class LocalCustomerData:
             if memory is not None:
                 memory.close()
 
-    def export(self, reference: str) -> dict[str, Any]:
+    def export(self, reference: str) -> CustomerExport:
         with Session(self._engine) as session:
             return export_customer(session, self._memory, self._find(session, reference))
 

@@ -1,5 +1,5 @@
-"""Administration API: a customer's data export and erasure. Guarded by ``MEMDESK_ADMIN_TOKEN`` (bearer); without
-that setting the routes answer 403 and say how to enable them.
+"""Administration API: a customer's data export (JSON, or a printable page with ``?format=html``) and erasure.
+Guarded by ``MEMDESK_ADMIN_TOKEN`` (bearer); without that setting the routes answer 403 and say how to enable them.
 
 A customer is named by their public id (``cus_…``) or the shop's own customer id. Erasure also drops what this
 server holds in memory about the customer: the event history of their conversations (and any open stream), their
@@ -8,16 +8,27 @@ conversations' context engines and their rate-limit window.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from enum import StrEnum
+from typing import Annotated
 
 import anyio
-from fastapi import APIRouter, Depends, HTTPException, Path, status
+from fastapi import APIRouter, Depends, HTTPException, Path, Query, status
+from fastapi.responses import HTMLResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, Field
 from sqlmodel import Session
 
 from app.identity import secure_equals
-from app.privacy import CustomerNotFoundError, Erasure, erase_customer, export_customer, find_customer
+from app.privacy import (
+    PRINTABLE_CSP,
+    CustomerExport,
+    CustomerNotFoundError,
+    Erasure,
+    erase_customer,
+    export_customer,
+    find_customer,
+    printable_export,
+)
 from app.ratelimit import customer_rate_key
 from app.web.deps import BrokerDep, DbDep, LimiterDep, MemoryStoreDep, SettingsDep, TurnsDep
 from app.web.errors import error_responses
@@ -55,21 +66,9 @@ router = APIRouter(
 )
 
 
-class CustomerExport(BaseModel):
-    """Everything memdesk holds about one customer, each table's rows as JSON objects."""
-
-    customer: dict[str, Any]
-    conversations: list[dict[str, Any]]
-    messages: list[dict[str, Any]]
-    context_segments: list[dict[str, Any]]
-    compactions: list[dict[str, Any]]
-    conclusions: list[dict[str, Any]]
-    orders: list[dict[str, Any]]
-    order_items: list[dict[str, Any]]
-    shipments: list[dict[str, Any]]
-    refunds: list[dict[str, Any]]
-    audit_events: list[dict[str, Any]]
-    memories: list[dict[str, Any]]
+class ExportFormat(StrEnum):
+    JSON = "json"
+    HTML = "html"
 
 
 class CustomerErased(BaseModel):
@@ -85,18 +84,35 @@ def _memory_busy(error: MemoryStoreBusyError) -> HTTPException:
     )
 
 
-@router.get("/customers/{customer_id}/export", response_model=CustomerExport)
-async def export(customer_id: CustomerRef, db: DbDep, store: MemoryStoreDep) -> dict[str, Any]:
-    def run() -> dict[str, Any]:
+@router.get(
+    "/customers/{customer_id}/export",
+    response_model=CustomerExport,
+    responses={200: {"content": {"text/html": {"schema": {"type": "string"}}}, "description": "The export"}},
+)
+async def export(
+    customer_id: CustomerRef,
+    db: DbDep,
+    store: MemoryStoreDep,
+    format: Annotated[
+        ExportFormat, Query(description="json (default), or html: a printable page to send to the customer")
+    ] = ExportFormat.JSON,
+) -> CustomerExport | HTMLResponse:
+    """Everything memdesk holds about the customer, as a document they can read; staff notes in their own
+    section."""
+
+    def run() -> CustomerExport:
         with Session(db) as session:
             return export_customer(session, store, find_customer(session, customer_id))
 
     try:
-        return await anyio.to_thread.run_sync(run)
+        document = await anyio.to_thread.run_sync(run)
     except CustomerNotFoundError as error:
         raise HTTPException(status.HTTP_404_NOT_FOUND, detail=str(error)) from error
     except MemoryStoreBusyError as error:
         raise _memory_busy(error) from error
+    if format is ExportFormat.HTML:
+        return HTMLResponse(printable_export(document), headers={"Content-Security-Policy": PRINTABLE_CSP})
+    return document
 
 
 @router.delete("/customers/{customer_id}", response_model=CustomerErased)

@@ -7,7 +7,6 @@ and memory of the customer (``app.privacy``) and then what the running server ho
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 import anyio
@@ -17,7 +16,15 @@ from sqlalchemy import Engine
 from sqlmodel import Session
 
 from app.console import staff as staff_accounts
-from app.privacy import CustomerNotFoundError, Erasure, erase_customer, export_customer, find_customer
+from app.privacy import (
+    CustomerExport,
+    CustomerNotFoundError,
+    Erasure,
+    erase_customer,
+    export_customer,
+    find_customer,
+    printable_export,
+)
 from app.ratelimit import customer_rate_key
 from app.web.console.common import ConsoleError, after_action, page
 from app.web.deps import (
@@ -101,10 +108,12 @@ async def set_password(
 
 
 @router.post("/customers/{ref}/export")
-async def export(ref: CustomerRef, db: DbDep, store: MemoryStoreDep, staff: PrivacyOfficerDep) -> Response:
-    """Everything memdesk holds about the customer, as a JSON download."""
+async def export(
+    ref: CustomerRef, db: DbDep, store: MemoryStoreDep, staff: PrivacyOfficerDep, format: Field = "json"
+) -> Response:
+    """Everything memdesk holds about the customer, as a download: JSON, or (``format=html``) a printable page."""
 
-    def run() -> dict[str, Any]:
+    def run() -> CustomerExport:
         with Session(db) as session:
             exported = export_customer(session, store, find_customer(session, ref))
             session.commit()
@@ -116,8 +125,12 @@ async def export(ref: CustomerRef, db: DbDep, store: MemoryStoreDep, staff: Priv
         raise ConsoleError(status.HTTP_404_NOT_FOUND, str(error)) from error
     except MemoryStoreBusyError as error:
         raise ConsoleError(status.HTTP_503_SERVICE_UNAVAILABLE, f"Long-term memory is busy ({error}).") from error
+    # A download, not a console page: the file is what goes to the customer, read outside the console.
+    if format == "html":
+        headers = {"Content-Disposition": f'attachment; filename="memdesk-customer-{ref}.html"'}
+        return HTMLResponse(printable_export(data), headers=headers)
     headers = {"Content-Disposition": f'attachment; filename="memdesk-customer-{ref}.json"'}
-    return Response(json.dumps(data, indent=2), media_type="application/json", headers=headers)
+    return Response(data.model_dump_json(indent=2), media_type="application/json", headers=headers)
 
 
 @router.post("/customers/{ref}/erase")

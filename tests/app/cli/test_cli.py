@@ -105,11 +105,17 @@ def test_every_database_command_uses_database_url_instead_of_the_data_directory(
     assert json.loads(capsys.readouterr().out)["scanned"] == 0, "the seeded shop has no conversation to sync"
     assert main(["customer", "export", "demo-cust-0001", "--database-url", url]) == 0
     exported = json.loads(capsys.readouterr().out)
-    assert exported["customer"]["external_id"] == "demo-cust-0001"
+    assert exported["your_details"]["shop_customer_id"] == "demo-cust-0001"
     assert exported["orders"], "the seeded customer has orders"
-    for reference in (exported["customer"]["public_id"], str(exported["customer"]["id"])):
+    (internal_id,) = sqlite3.connect(tmp_path / "chosen.db").execute(
+        "SELECT id FROM customers WHERE external_id = 'demo-cust-0001'"
+    )
+    del exported["generated_at"]
+    for reference in (exported["your_details"]["reference"], str(internal_id[0])):
         assert main(["customer", "export", reference, "--database-url", url]) == 0
-        assert json.loads(capsys.readouterr().out) == exported, f"the same customer by {reference}"
+        again = json.loads(capsys.readouterr().out)
+        del again["generated_at"]
+        assert again == exported, f"the same customer by {reference}"
     assert main(["customer", "erase", "demo-cust-0002", "--yes", "--database-url", url]) == 0
     assert "Erased customer demo-cust-0002" in capsys.readouterr().out
     remaining = {row[0] for row in sqlite3.connect(tmp_path / "chosen.db").execute("SELECT external_id FROM customers")}

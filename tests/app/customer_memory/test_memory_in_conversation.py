@@ -160,10 +160,15 @@ def test_admin_api_exports_and_erases_a_customer_with_their_memories(
         assert live.client().get(f"/api/admin/customers/{customer_ref}/export").status_code == 401
         assert live.client("wrong").delete(f"/api/admin/customers/{customer_ref}").status_code == 401
         exported = admin.get(f"/api/admin/customers/{customer_ref}/export").json()
-        assert exported["customer"]["id"] == customer_id
-        assert [m["content"] for m in exported["messages"]][:1] == ["My number is +44 7700 900123"]
-        assert [m["text"] for m in exported["memories"]] == ["Prefers phone calls"]
-        assert exported["memories"][0]["history"][0]["event"] == "ADD"
+        assert exported["your_details"]["reference"] == customer_ref
+        (conversation,) = exported["conversations"]
+        assert conversation["messages"][0] == {
+            "sent_at": conversation["messages"][0]["sent_at"],
+            "sender": "you",
+            "text": "My number is +44 7700 900123",
+        }
+        assert [m["remembered"] for m in exported["memories"]] == ["Prefers phone calls"]
+        assert exported["memories"][0]["history"][0]["change"] == "remembered"
 
         erased = admin.delete(f"/api/admin/customers/{customer_ref}").json()["erased"]
         assert erased["memories"] == 1 and erased["messages"] == 2 and erased["customers"] == 1

@@ -272,7 +272,7 @@ def test_sync_runs_beside_a_server_on_the_same_data_directory(
             timeout=30.0,
         )
         assert export.status_code == 200, export.text
-        texts = [memory["text"] for memory in export.json()["memories"]]
+        texts = [memory["remembered"] for memory in export.json()["memories"]]
         assert texts == ["Full refund for order #W0000001"], "the server reads what the sync wrote"
         served.stop(timeout_s=30)
     finally:

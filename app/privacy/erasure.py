@@ -1,4 +1,4 @@
-"""A customer's right to their data: export everything memdesk holds about them, or erase it.
+"""Erasure: delete everything memdesk holds about a customer, down to the bytes on disk.
 
 Covers the relational rows (customer, conversations with every message, compactions and segments, outbox
 conclusions, orders with items, shipments and refunds, audit events about them) and long-term memory (Mem0's
@@ -6,20 +6,27 @@ memories and its own history rows). Erasure leaves one audit event that says an 
 the erased data. A running server also drops what it holds in memory about the erased conversations (see
 ``app.web.admin_api``).
 
+On SQLite the erased text also leaves the files: every connection deletes securely (zeroed pages, ``app.db``), the
+full-text index is rewritten without it, and the write-ahead logs of the database and of the memory store are
+emptied into their files (``truncate_wal``, ``CustomerMemory.truncate_wal``). On PostgreSQL the rows are deleted;
+their bytes stay in the table files and the WAL until PostgreSQL reuses the space (see the README).
+
 A customer is named by their public id or the shop's external id (``find_customer``); the command line may also use
 the internal integer id.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import delete
+from sqlalchemy import Engine, delete
 from sqlmodel import Session, col, select
 
 from app.console.audit import record_audit_event
 from app.customer_memory.ids import memory_customer_id
+from app.db import truncate_wal
 from app.models import (
     AuditEvent,
     Compaction,
@@ -35,6 +42,8 @@ from app.models import (
 )
 from app.tools.conversation_search import purge_deleted_text
 from memory.store import CustomerMemory
+
+logger = logging.getLogger(__name__)
 
 
 class CustomerNotFoundError(LookupError):
@@ -62,48 +71,13 @@ def find_customer(session: Session, reference: str, *, allow_internal_id: bool =
     raise CustomerNotFoundError(f"No customer {reference!r}: give their public id (cus_…) or the shop's customer id.")
 
 
-def _rows(session: Session, model: Any, column: Any, ids: list[int]) -> list[dict[str, Any]]:
-    if not ids:
-        return []
-    found = session.exec(select(model).where(col(column).in_(ids)).order_by(col(model.id))).all()
-    return [row.model_dump(mode="json") for row in found]
-
-
-def _audit_targets(conversation_ids: list[int], order_ids: list[int], customer_id: int) -> list[Any]:
+def audit_targets(conversation_ids: list[int], order_ids: list[int], customer_id: int) -> list[Any]:
     pairs = [("customer", [customer_id]), ("conversation", conversation_ids), ("order", order_ids)]
     return [
         (col(AuditEvent.target_type) == kind) & col(AuditEvent.target_id).in_([str(i) for i in ids])
         for kind, ids in pairs
         if ids
     ]
-
-
-def export_customer(session: Session, memory: CustomerMemory | None, customer: Customer) -> dict[str, Any]:
-    assert customer.id is not None
-    customer_id = customer.id
-    conversations = session.exec(select(Conversation).where(Conversation.customer_id == customer_id)).all()
-    conversation_ids = [c.id for c in conversations if c.id is not None]
-    orders = session.exec(select(Order).where(Order.customer_id == customer_id)).all()
-    order_ids = [o.id for o in orders if o.id is not None]
-    audit = []
-    for condition in _audit_targets(conversation_ids, order_ids, customer_id):
-        audit += [event.model_dump(mode="json") for event in session.exec(select(AuditEvent).where(condition)).all()]
-    return {
-        "customer": customer.model_dump(mode="json"),
-        "conversations": [c.model_dump(mode="json") for c in conversations],
-        "messages": _rows(session, Message, Message.conversation_id, conversation_ids),
-        "context_segments": _rows(session, ContextSegment, ContextSegment.conversation_id, conversation_ids),
-        "compactions": _rows(session, Compaction, Compaction.conversation_id, conversation_ids),
-        "conclusions": _rows(session, Conclusion, Conclusion.customer_id, [customer_id]),
-        "orders": [o.model_dump(mode="json") for o in orders],
-        "order_items": _rows(session, OrderItem, OrderItem.order_id, order_ids),
-        "shipments": _rows(session, Shipment, Shipment.order_id, order_ids),
-        "refunds": _rows(session, Refund, Refund.order_id, order_ids),
-        "audit_events": audit,
-        "memories": (
-            [item.to_dict() for item in memory.export_customer(memory_customer_id(customer_id))] if memory else []
-        ),
-    }
 
 
 def erase_customer(session: Session, memory: CustomerMemory | None, customer: Customer, *, actor: str) -> Erasure:
@@ -117,7 +91,7 @@ def erase_customer(session: Session, memory: CustomerMemory | None, customer: Cu
     ]
     order_ids = [o for o in session.exec(select(Order.id).where(Order.customer_id == customer_id)).all() if o]
     counts = {"memories": memories}
-    for condition in _audit_targets(conversation_ids, order_ids, customer_id):
+    for condition in audit_targets(conversation_ids, order_ids, customer_id):
         counts["audit_events"] = counts.get("audit_events", 0) + _delete(session, delete(AuditEvent).where(condition))
     if conversation_ids:
         in_conversations = col(Message.conversation_id).in_(conversation_ids)
@@ -146,6 +120,12 @@ def erase_customer(session: Session, memory: CustomerMemory | None, customer: Cu
         session, actor=actor, action="customer.erased", target_type="customer", target_id=customer_id, detail={}
     )
     session.commit()
+    bind = session.get_bind()
+    if not truncate_wal(bind if isinstance(bind, Engine) else bind.engine):
+        logger.warning(
+            "Another connection was reading the database during an erasure: the erased text stays in its "
+            "write-ahead log until the next checkpoint."
+        )
     return Erasure(counts=counts, conversation_ids=conversation_ids)
 
 
