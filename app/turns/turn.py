@@ -78,7 +78,6 @@ FALLBACK_REPLY = (
     "team will pick up this conversation here as soon as possible."
 )
 TURN_DEADLINE_SETTING = "MEMDESK_TURN_DEADLINE_S"
-BOT_ACTOR = "bot"
 DEADLINE_HANDOFF_REASON = "turn deadline"
 DEADLINE_HANDOFF_NOTE = (
     "The language model gave no reply within the turn deadline of {seconds:g} s (MEMDESK_TURN_DEADLINE_S). The "
@@ -382,7 +381,7 @@ class AgentTurn:
             hand_over(
                 session,
                 conversation,
-                actor=BOT_ACTOR,
+                actor=MessageAuthor.BOT.value,  # the audit actor of the bot's own handoffs
                 summary=DEADLINE_HANDOFF_NOTE.format(seconds=self.settings.turn_deadline_s),
                 reason=DEADLINE_HANDOFF_REASON,
                 customer_id=conversation.customer_id,
