@@ -32,6 +32,14 @@ CONSOLE_LOGIN_FAILURES_PER_ADDRESS = 20
 CONSOLE_LOGIN_WINDOW_S = 15 * 60.0
 CONSOLE_LOGIN_LOCKOUT_S = 15 * 60.0
 EMBEDDED_MAX_REPLY_TOKENS = 200
+# A customer waiting longer than this for the first word of a reply is better served by the fallback and a person.
+TURN_DEADLINE_S = 25.0
+# A staff member clicked and waits on a spinner: long enough for a summary model's few hundred tokens.
+HANDOFF_SUMMARY_DEADLINE_S = 30.0
+# Nobody waits on the sync, but one stuck conversation must not hold a worker for the whole night; it includes the
+# waits a busy model asks for (Retry-After).
+SYNC_CONVERSATION_DEADLINE_S = 180.0
+MAX_DEADLINE_S = 3600.0
 # More server processes than this on one machine only add memory and database connections.
 MAX_WORKERS = 64
 
@@ -64,6 +72,10 @@ class Settings(BaseSettings):
     context_length: int = Field(default=8192, ge=1024)
     llm_timeout_s: float = Field(default=30.0, gt=0)
     llm_max_retries: int = Field(default=2, ge=0, le=10)
+    # One deadline over every LLM call and retry of a turn: past it the customer gets the fallback reply and a person.
+    turn_deadline_s: float = Field(default=TURN_DEADLINE_S, gt=0, le=MAX_DEADLINE_S)
+    # "Summarize the conversation now" in the console: past this the staff member is told to try again (HTTP 503).
+    handoff_summary_deadline_s: float = Field(default=HANDOFF_SUMMARY_DEADLINE_S, gt=0, le=MAX_DEADLINE_S)
     max_reply_tokens: int = Field(default=800, ge=16)
     # The embedded demo model drifts and loops in long replies; its replies are capped lower.
     embedded_max_reply_tokens: int = Field(default=EMBEDDED_MAX_REPLY_TOKENS, ge=16)
@@ -99,6 +111,8 @@ class Settings(BaseSettings):
     # run's time of day in the timezone (empty: no scheduled run, `memdesk sync` by hand or from cron).
     sync_idle_minutes: int = Field(default=30, ge=0)
     sync_concurrency: int = Field(default=4, ge=1, le=64)
+    # One conversation's summary calls, retries and waits for a busy model in the sync; past it, it is retried next run.
+    sync_conversation_deadline_s: float = Field(default=SYNC_CONVERSATION_DEADLINE_S, gt=0, le=MAX_DEADLINE_S)
     sync_at: str = "03:00"
     timezone: str = "UTC"
     # The quick backfill after a summary-model outage (app.sync.backfill); 0 switches it off (the nightly sync still
@@ -170,6 +184,11 @@ class Settings(BaseSettings):
     def chat_model_is_embedded(self) -> bool:
         """The chat model is the bundled demo model, started by memdesk or served by hand under its name."""
         return self.uses_embedded_llm or self.chat_model == EMBEDDED_CHAT_MODEL
+
+    @property
+    def summaries_on_embedded_model(self) -> bool:
+        """Summary calls go to the bundled demo model, which answers one request at a time."""
+        return self.summary_base_url is None and self.chat_model_is_embedded
 
     @property
     def reply_token_cap(self) -> int:

@@ -9,6 +9,8 @@ On demand (``write_handoff_summary``), the summary model (``summary_model_overri
 retry, the deterministic fallback when neither answers) updates the latest compaction's notes with every turn
 since, through the compressor's own summarizer, so a person never has to read the whole conversation. The result
 is stored in ``handoff_summaries`` with its usage; it is not a compaction and does not change what the bot sees.
+It has a deadline (``MEMDESK_HANDOFF_SUMMARY_DEADLINE_S``) over every model call and retry: past it nothing is
+stored and ``HandoffSummaryTimeout`` says so, instead of the staff member waiting out each call's timeout.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from zoneinfo import ZoneInfo
 from sqlalchemy import Engine
 from sqlmodel import Session, col, select
 
-from app.llm import LLMGateway
+from app.llm import Deadline, LLMGateway, within
 from app.models import AuditEvent, HandoffSummary, Message, MessageRole
 from app.settings import Settings
 from app.tools.handoff import HANDOFF_ACTION
@@ -40,6 +42,23 @@ from compression.sections import (
 from compression.summarizer import SummaryRequest, SummaryWriter, latest_customer_message, summarize_in_chunks
 
 HANDOFF_MAX_TOKENS = 600
+HANDOFF_SUMMARY_DEADLINE_SETTING = "MEMDESK_HANDOFF_SUMMARY_DEADLINE_S"
+# What a staff member is told to wait before asking again: a busy model usually frees up within this.
+HANDOFF_SUMMARY_RETRY_AFTER_S = 30
+
+
+class HandoffSummaryTimeout(Exception):
+    """No summary model finished within the deadline; nothing was stored, the previous summary still stands."""
+
+    def __init__(self, deadline: Deadline) -> None:
+        super().__init__(
+            f"The summary model did not finish within {deadline.describe()}, so no new summary was written; the "
+            f"summary shown is the previous one. Try again in a minute, or raise {deadline.setting} for a slow "
+            f"model."
+        )
+        self.deadline = deadline
+
+
 HANDOFF_FOCUS = "handing this conversation to a human agent: what the customer wants, what was tried, what was promised"
 
 
@@ -122,8 +141,8 @@ def _turns_since(session: Session, conversation_id: int, after_id: int) -> list[
 def write_handoff_summary(
     db: Engine, gateway: LLMGateway, settings: Settings, *, conversation_id: int, requested_by: int
 ) -> HandoffSummary | None:
-    """Summarize the conversation now (blocking: run it off the event loop); None when it has no message yet.
-    No database transaction stays open during the model call."""
+    """Summarize the conversation now (blocking: run it off the event loop); None when it has no message yet,
+    ``HandoffSummaryTimeout`` past the deadline. No database transaction stays open during the model call."""
     with Session(db, expire_on_commit=False) as session:
         compaction = latest_compaction(session, conversation_id)
         previous = compaction.summary if compaction else None
@@ -144,7 +163,13 @@ def write_handoff_summary(
         max_tokens=HANDOFF_MAX_TOKENS,
         timezone=ZoneInfo(settings.timezone),
     )
-    draft = summarize_in_chunks(writer, material, 1, request, window_tokens=settings.context_length, fallback=_fallback)
+    deadline = Deadline.after(settings.handoff_summary_deadline_s, setting=HANDOFF_SUMMARY_DEADLINE_SETTING)
+    with within(deadline):
+        draft = summarize_in_chunks(
+            writer, material, 1, request, window_tokens=settings.context_length, fallback=_fallback
+        )
+    if draft.fallback_used and deadline.expired:  # a model was cut off, not down: it may well answer next time
+        raise HandoffSummaryTimeout(deadline)
     usage = draft.usage
     record = HandoffSummary(
         conversation_id=conversation_id,

@@ -10,7 +10,9 @@
   chat endpoint.
 
 Every client has an explicit timeout and retry budget (the SDK retries connection errors, 408, 409, 429 and 5xx
-with backoff before anything reaches us). Token usage and cost are added to a ``UsageLedger`` (``usage``) after every
+with backoff before anything reaches us). Inside a ``Deadline`` (``deadline``: a turn, a handoff summary, a sync of one
+conversation) the gateway makes the attempts itself instead, so that each one's timeout ends by the deadline and no
+retry starts after it (``retries``). Token usage and cost are added to a ``UsageLedger`` (``usage``) after every
 call. Failures leave as the exception tree of ``errors``, carrying the model, the endpoint and the request id when
 known; API keys never appear in messages, logs or reprs.
 
@@ -23,11 +25,13 @@ Lifecycle::
     await gateway.aclose()
 
 Modules: ``gateway`` (the clients and the two calls), ``responses`` (``ChatResponse``, ``ToolCall``),
-``streaming`` (chunks back into one response), ``errors``, ``usage``.
+``streaming`` (chunks back into one response), ``errors``, ``usage``, ``deadline``, ``retries``.
 """
 
+from app.llm.deadline import Deadline, current_deadline, within
 from app.llm.errors import (
     LLMConnectionError,
+    LLMDeadlineError,
     LLMError,
     LLMMalformedResponseError,
     LLMRateLimitError,
@@ -41,8 +45,10 @@ from app.llm.usage import ModelUsage, UsageLedger
 __all__ = [
     "EMBEDDED_BASE_URL_TEMPLATE",
     "ChatResponse",
+    "Deadline",
     "DeltaCallback",
     "LLMConnectionError",
+    "LLMDeadlineError",
     "LLMError",
     "LLMGateway",
     "LLMMalformedResponseError",
@@ -52,4 +58,6 @@ __all__ = [
     "ModelUsage",
     "ToolCall",
     "UsageLedger",
+    "current_deadline",
+    "within",
 ]

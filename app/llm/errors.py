@@ -5,8 +5,9 @@ Exception tree::
 
     LLMError                          base: .model, .endpoint, .request_id, .retryable
     ├── LLMTimeoutError               no answer within the timeout, after the SDK's retries
+    │   └── LLMDeadlineError          the work's deadline (``app.llm.deadline``) passed: no further attempt
     ├── LLMConnectionError            endpoint unreachable, or the connection dropped mid-response
-    ├── LLMStatusError                HTTP 4xx/5xx from the endpoint: .status_code, .error_code
+    ├── LLMStatusError                HTTP 4xx/5xx from the endpoint: .status_code, .error_code, .retry_after_s
     │   └── LLMRateLimitError         HTTP 429
     └── LLMMalformedResponseError     a body that is not JSON, has no choices or is not a chat completion
 """
@@ -16,12 +17,18 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import openai
 
+from app.llm.deadline import Deadline
+
 RETRYABLE_STATUS_CODES = frozenset({408, 409, 429})
+# A model server that is busy says so with one of these (and often a Retry-After): wait, then ask again.
+OVERLOAD_STATUS_CODES = frozenset({429, 503})
 MAX_PROVIDER_MESSAGE_CHARS = 300
 # Shorter "secrets" (placeholders like "x") would shred ordinary words if scrubbed.
 MIN_REDACTED_SECRET_CHARS = 6
@@ -57,6 +64,14 @@ class LLMTimeoutError(LLMError):
         return True
 
 
+class LLMDeadlineError(LLMTimeoutError):
+    """The deadline of the work this call belongs to passed; trying again within it is pointless."""
+
+    @property
+    def retryable(self) -> bool:
+        return False
+
+
 class LLMConnectionError(LLMError):
     @property
     def retryable(self) -> bool:
@@ -70,6 +85,7 @@ class LLMStatusError(LLMError):
         *,
         status_code: int,
         error_code: str | None = None,
+        retry_after_s: float | None = None,
         model: str | None = None,
         endpoint: str | None = None,
         request_id: str | None = None,
@@ -77,6 +93,12 @@ class LLMStatusError(LLMError):
         super().__init__(message, model=model, endpoint=endpoint, request_id=request_id)
         self.status_code = status_code
         self.error_code = error_code
+        self.retry_after_s = retry_after_s
+
+    @property
+    def overloaded(self) -> bool:
+        """The server is busy rather than refusing the request: the same request later should succeed."""
+        return self.status_code in OVERLOAD_STATUS_CODES
 
     @property
     def retryable(self) -> bool:
@@ -95,8 +117,12 @@ class MalformedResponse(Exception):
     """Raised while reading a response; ``ErrorTranslator`` turns it into ``LLMMalformedResponseError``."""
 
 
+class DeadlinePassed(Exception):
+    """No attempt may start: the deadline has passed; ``ErrorTranslator`` turns it into ``LLMDeadlineError``."""
+
+
 # What ``ErrorTranslator.translate`` understands; everything else is a bug and propagates as it is.
-TRANSLATED_ERRORS = (openai.OpenAIError, json.JSONDecodeError, MalformedResponse)
+TRANSLATED_ERRORS = (openai.OpenAIError, json.JSONDecodeError, MalformedResponse, DeadlinePassed)
 
 _STATUS_HINTS: Mapping[int, str] = {
     400: "The endpoint rejected the request; check that the model exists there and supports tool calls.",
@@ -137,9 +163,18 @@ class ErrorTranslator:
             text = text.replace(secret, REDACTED)
         return text
 
-    def translate(self, exc: Exception, model: str, endpoint: Endpoint, request_id: str | None) -> LLMError:
+    def translate(
+        self, exc: Exception, model: str, endpoint: Endpoint, request_id: str | None, deadline: Deadline | None = None
+    ) -> LLMError:
         where = f"The language model {model!r} at {endpoint.display}"
         context: dict[str, Any] = {"model": model, "endpoint": endpoint.display, "request_id": request_id}
+        cut_short = isinstance(exc, openai.APITimeoutError | openai.APIConnectionError)
+        if deadline is not None and (isinstance(exc, DeadlinePassed) or (cut_short and deadline.expired)):
+            return LLMDeadlineError(
+                f"{where} gave no answer within {deadline.describe()}. Check that the model server is not "
+                f"overloaded, or raise {deadline.setting}.",
+                **context,
+            )
         if isinstance(exc, openai.APITimeoutError):
             return LLMTimeoutError(
                 f"{where} did not answer within {self.timeout_s:g} s. Check that the model server is running "
@@ -175,7 +210,30 @@ class ErrorTranslator:
         message = f"{where} answered HTTP {status}: {detail} {hint}".strip()
         error_class = LLMRateLimitError if status == 429 else LLMStatusError
         context["request_id"] = exc.request_id or context["request_id"]
-        return error_class(message, status_code=status, error_code=exc.code, **context)
+        return error_class(
+            message,
+            status_code=status,
+            error_code=exc.code,
+            retry_after_s=retry_after_seconds(exc.response.headers),
+            **context,
+        )
+
+
+def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
+    """How long the server asked to wait, in seconds: OpenAI's ``retry-after-ms``, else ``Retry-After`` (seconds or
+    an HTTP date); None when it asked nothing readable."""
+    for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        try:
+            return max(0.0, float(headers.get(name) or "") / divisor)
+        except ValueError:
+            continue
+    try:
+        moment = parsedate_to_datetime(headers.get("retry-after") or "")
+    except (TypeError, ValueError):
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return max(0.0, (moment - datetime.now(UTC)).total_seconds())
 
 
 def _describe(exc: BaseException) -> str:

@@ -3,20 +3,26 @@
 from __future__ import annotations
 
 import inspect
+import itertools
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self, cast
 
+import anyio
 import openai
+from openai import NOT_GIVEN, NotGiven, RequestOptions
 from openai.types.chat import ChatCompletion, ChatCompletionChunk, ChatCompletionMessageParam
 from pydantic import SecretStr
 
+from app.llm.deadline import Deadline, current_deadline
 from app.llm.errors import TRANSLATED_ERRORS, Endpoint, ErrorTranslator
 from app.llm.repetition import RepetitionGuard, ended_cleanly
 from app.llm.responses import ChatResponse, checked_completion, first_choice, response_from_completion, usage_of
+from app.llm.retries import DEFAULT_CONNECT_TIMEOUT_S, RETRIED_ERRORS, AttemptPlan
 from app.llm.streaming import StreamAssembler
 from app.llm.usage import Purpose, UsageLedger
 from app.settings import ModelPrice, Settings
@@ -26,7 +32,6 @@ from compression.types import Completion, Usage
 logger = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_S = 30.0
-DEFAULT_CONNECT_TIMEOUT_S = 5.0
 DEFAULT_MAX_RETRIES = 2
 # Local servers ignore the key, but the SDK refuses to start without one.
 PLACEHOLDER_API_KEY = "not-needed"
@@ -53,6 +58,7 @@ class _CallState:
     """What is learned during a call, for the error raised if it fails later."""
 
     request_id: str | None = None
+    streamed: bool = False  # some of the reply reached ``on_delta``
 
 
 class LLMGateway:
@@ -165,21 +171,65 @@ class LLMGateway:
         body = {**chat_body(model, messages, tools, stream=stream, max_tokens=max_tokens), **self.sampling}
         if self.content_always_text:
             body["messages"] = [{**message, "content": message.get("content") or ""} for message in body["messages"]]
-        guard = RepetitionGuard() if self.repetition_guard else None
-        with self._translated_errors(model, self._chat_endpoint, "chat") as state:
-            if stream:
-                response = await self._chat_streamed(model, body, on_delta, state, guard)
+        deadline = current_deadline()
+        with self._translated_errors(model, self._chat_endpoint, "chat", deadline) as state:
+            if deadline is None:
+                response = await self._chat_once(model, body, stream=stream, on_delta=on_delta, state=state)
             else:
-                posted = await self._chat_async.post(CHAT_COMPLETIONS_PATH, cast_to=ChatCompletion, body=body)
-                completion = checked_completion(posted)
-                state.request_id = completion._request_id
-                response = response_from_completion(completion, model=model, request_id=state.request_id)
-                if guard is not None:
-                    guard.feed(response.content or "")
-                response = ended_cleanly(response, guard)
-                if on_delta is not None and response.content:
-                    await _emit(on_delta, response.content)
+                response = await self._chat_within(deadline, model, body, stream=stream, on_delta=on_delta, state=state)
         self._record(model, response.usage, response.model, response.request_id, "chat")
+        return response
+
+    async def _chat_within(
+        self,
+        deadline: Deadline,
+        model: str,
+        body: dict[str, Any],
+        *,
+        stream: bool,
+        on_delta: DeltaCallback | None,
+        state: _CallState,
+    ) -> ChatResponse:
+        """The attempts of one chat call inside ``deadline`` (``app.llm.retries``); a reply that has begun to
+        stream is never asked for again (the customer has seen part of it)."""
+        plan = AttemptPlan(deadline, self.timeout_s, self.max_retries)
+        for attempts_made in itertools.count(1):
+            options: RequestOptions = {"timeout": plan.timeout(), "max_retries": 0}
+            try:
+                return await self._chat_once(
+                    model, body, stream=stream, on_delta=on_delta, state=state, options=options
+                )
+            except RETRIED_ERRORS as error:
+                wait = None if state.streamed else plan.wait_before_retry(error, attempts_made)
+                if wait is None:
+                    raise
+                await anyio.sleep(wait)
+        raise AssertionError("unreachable: itertools.count never ends")
+
+    async def _chat_once(
+        self,
+        model: str,
+        body: dict[str, Any],
+        *,
+        stream: bool,
+        on_delta: DeltaCallback | None,
+        state: _CallState,
+        options: RequestOptions | None = None,
+    ) -> ChatResponse:
+        guard = RepetitionGuard() if self.repetition_guard else None
+        if stream:
+            return await self._chat_streamed(model, body, on_delta, state, guard, options or {})
+        posted = await self._chat_async.post(
+            CHAT_COMPLETIONS_PATH, cast_to=ChatCompletion, body=body, options=options or {}
+        )
+        completion = checked_completion(posted)
+        state.request_id = completion._request_id
+        response = response_from_completion(completion, model=model, request_id=state.request_id)
+        if guard is not None:
+            guard.feed(response.content or "")
+        response = ended_cleanly(response, guard)
+        if on_delta is not None and response.content:
+            await _emit(on_delta, response.content)
         return response
 
     async def _chat_streamed(
@@ -189,6 +239,7 @@ class LLMGateway:
         on_delta: DeltaCallback | None,
         state: _CallState,
         guard: RepetitionGuard | None,
+        options: RequestOptions,
     ) -> ChatResponse:
         """The streamed reply; once ``guard`` (when there is one) sees it repeat itself, the stream is closed (the
         server stops generating) and nothing more is forwarded."""
@@ -196,6 +247,7 @@ class LLMGateway:
             CHAT_COMPLETIONS_PATH,
             cast_to=ChatCompletion,
             body=body,
+            options=options,
             stream=True,
             stream_cls=openai.AsyncStream[ChatCompletionChunk],
         )
@@ -207,6 +259,7 @@ class LLMGateway:
                 if text and guard is not None and guard.feed(text):
                     break
                 if text and on_delta is not None:
+                    state.streamed = True
                     await _emit(on_delta, text)
         return ended_cleanly(assembler.result(state.request_id), guard)
 
@@ -226,21 +279,50 @@ class LLMGateway:
         on_summary_endpoint = self.summary_model is not None and model == self.summary_model
         client = self._summary_sync if on_summary_endpoint else self._chat_sync
         endpoint = self._summary_endpoint if on_summary_endpoint else self._chat_endpoint
-        with self._translated_errors(model, endpoint, "summary") as state:
-            created = client.chat.completions.create(
-                model=model,
-                messages=wire_messages(messages),
-                max_tokens=max_tokens,
-                stream=False,
-                extra_body=self.sampling or None,
-            )
-            completion = checked_completion(created)
+        deadline = current_deadline()
+        with self._translated_errors(model, endpoint, "summary", deadline) as state:
+            if deadline is None:
+                completion = self._complete_once(client, messages, model=model, max_tokens=max_tokens)
+            else:
+                plan = AttemptPlan(deadline, self.timeout_s, self.max_retries)
+                once = client.with_options(max_retries=0)
+                for attempts_made in itertools.count(1):
+                    timeout = plan.timeout()
+                    try:
+                        completion = self._complete_once(
+                            once, messages, model=model, max_tokens=max_tokens, timeout=timeout
+                        )
+                        break
+                    except RETRIED_ERRORS as error:
+                        wait = plan.wait_before_retry(error, attempts_made)
+                        if wait is None:
+                            raise
+                        time.sleep(wait)  # this call blocks by contract: it runs on a worker thread
             state.request_id = completion._request_id
             text = first_choice(completion).message.content or ""
             usage = usage_of(completion.usage)
             answered_by = completion.model or model
         self._record(model, usage, answered_by, state.request_id, "summary")
         return Completion(text=text, model=answered_by, usage=usage)
+
+    def _complete_once(
+        self,
+        client: openai.OpenAI,
+        messages: list[ChatMessage],
+        *,
+        model: str,
+        max_tokens: int,
+        timeout: openai.Timeout | NotGiven = NOT_GIVEN,
+    ) -> ChatCompletion:
+        created = client.chat.completions.create(
+            model=model,
+            messages=wire_messages(messages),
+            max_tokens=max_tokens,
+            stream=False,
+            extra_body=self.sampling or None,
+            timeout=timeout,
+        )
+        return checked_completion(created)
 
     # lifecycle --------------------------------------------------------------------------------------------------
 
@@ -287,12 +369,14 @@ class LLMGateway:
         )
 
     @contextmanager
-    def _translated_errors(self, model: str, endpoint: Endpoint, purpose: Purpose) -> Iterator[_CallState]:
+    def _translated_errors(
+        self, model: str, endpoint: Endpoint, purpose: Purpose, deadline: Deadline | None
+    ) -> Iterator[_CallState]:
         state = _CallState()
         try:
             yield state
         except TRANSLATED_ERRORS as exc:
-            error = self._errors.translate(exc, model, endpoint, state.request_id)
+            error = self._errors.translate(exc, model, endpoint, state.request_id, deadline)
             self.ledger.record_failure(model, purpose=purpose)
             logger.warning("%s (%s)", error, type(error).__name__)
             raise error from exc

@@ -53,6 +53,9 @@
   const RETRY_MAX_MS = 15000;
   const RETRY_JITTER = 0.2; // up to 20 % shorter, so widgets cut off together do not all return at once
   const DEFAULT_RETRY_AFTER_S = 10;
+  // Dots alone for longer than this read as a hung chat; the server answers or hands over by its turn deadline
+  // (MEMDESK_TURN_DEADLINE_S), so until then the customer is told the assistant is still on it.
+  const STILL_WORKING_AFTER_MS = 6000;
   const NEAR_BOTTOM_PX = 80;
   const INPUT_BORDER_PX = 2;
   const MAX_INLINE_DEPTH = 4;
@@ -78,6 +81,7 @@
       staff: "Support team",
       system: "Notice",
       typing: "The assistant is typing…",
+      stillWorking: "Still working on it…",
       needsHuman: "A person from our team will join this conversation shortly.",
       human: "You are chatting with a member of our team.",
       closed: "This conversation is closed.",
@@ -110,6 +114,7 @@
       staff: "Support-Team",
       system: "Hinweis",
       typing: "Der Assistent schreibt…",
+      stillWorking: "Einen Moment, ich arbeite noch daran…",
       needsHuman: "Eine Person aus unserem Team übernimmt dieses Gespräch in Kürze.",
       human: "Sie schreiben mit einer Person aus unserem Team.",
       closed: "Dieses Gespräch ist beendet.",
@@ -226,6 +231,7 @@
     draft: null,
     draftText: "",
     typing: false,
+    stillWorkingTimer: null,
     unread: 0,
     loaded: false,
     stuckToBottom: true,
@@ -542,9 +548,11 @@
   const greeting = h("p", { class: "greeting", text: settings.greeting ? String(settings.greeting) : t("greeting") });
   const log = h("ol", { class: "log", role: "log", "aria-live": "polite", "aria-relevant": "additions",
     "aria-label": title });
+  const stillWorkingNote = h("span", { class: "still-working", hidden: true, text: t("stillWorking") });
   const typingIndicator = h("div", { class: "typing", role: "status", hidden: true }, [
     h("span", { class: "dot", "aria-hidden": "true" }), h("span", { class: "dot", "aria-hidden": "true" }),
     h("span", { class: "dot", "aria-hidden": "true" }), h("span", { class: "sr-only", text: t("typing") }),
+    stillWorkingNote,
   ]);
   const draftSlot = h("div", { class: "draft-slot" });
   const pendingList = h("ol", { class: "pending", "aria-label": t("sending") });
@@ -723,7 +731,7 @@
       draftSlot.append(state.draft);
     }
     state.draft.lastChild.replaceChildren(renderMarkdown(state.draftText));
-    typingIndicator.hidden = true;
+    showTyping(false);
     keepScrolled(wasNearBottom);
   }
 
@@ -731,7 +739,7 @@
     state.draft?.remove();
     state.draft = null;
     state.draftText = "";
-    typingIndicator.hidden = !state.typing;
+    showTyping(state.typing);
   }
 
   function setTyping(on) {
@@ -740,8 +748,26 @@
     if (!on) {
       clearDraft();
     }
-    typingIndicator.hidden = !on || Boolean(state.draft);
+    showTyping(on && !state.draft);
     keepScrolled(wasNearBottom);
+  }
+
+  // The dots without a token for STILL_WORKING_AFTER_MS add the "still working" note; a token or the end of the
+  // turn takes both away, and the next wait starts its own count.
+  function showTyping(visible) {
+    typingIndicator.hidden = !visible;
+    if (!visible) {
+      clearTimeout(state.stillWorkingTimer);
+      state.stillWorkingTimer = null;
+      stillWorkingNote.hidden = true;
+    } else if (state.stillWorkingTimer === null && stillWorkingNote.hidden) {
+      state.stillWorkingTimer = setTimeout(() => {
+        const wasNearBottom = nearBottom();
+        state.stillWorkingTimer = null;
+        stillWorkingNote.hidden = false;
+        keepScrolled(wasNearBottom);
+      }, STILL_WORKING_AFTER_MS);
+    }
   }
 
   // --- outbox: messages wait here until the server has them -----------------------------------------------------

@@ -87,9 +87,10 @@ class Backfill:
         *,
         deliver: Deliver | None = None,
         limit: int = MAX_CONVERSATIONS_PER_TICK,
+        conversation_deadline_s: float | None = None,
     ) -> None:
         self.db = db
-        self.syncer = ConversationSyncer(db, engine_factory)
+        self.syncer = ConversationSyncer(db, engine_factory, deadline_s=conversation_deadline_s)
         self.deliver = deliver
         self.limit = limit
         # The last conversation tried: the next tick starts after it, so one that always fails holds up no other.
@@ -161,4 +162,5 @@ def app_backfill(db: Engine, gateway: LLMGateway, settings: Settings, *, outbox:
         db,
         lambda: default_compressor(gateway, settings),
         deliver=outbox.deliver_due if outbox is not None else None,
+        conversation_deadline_s=settings.sync_conversation_deadline_s,
     )

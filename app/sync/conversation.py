@@ -22,14 +22,18 @@ from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
 from app.customer_memory.outbox import enqueue_key_decisions
+from app.llm import Deadline, current_deadline, within
 from app.models import Compaction, Conversation, Message, MessageRole
+from app.sync.pace import OverloadWatch, SyncPace
 from app.turns.context import CONTEXT_COLUMNS, to_chat_message
 from compression import ContextCompressor
+from compression.messages import ChatMessage
 from compression.transcript import TranscriptSummary, summarize_transcript
 from compression.types import Usage
 from memory.conclusions import ConclusionSource
 
 EngineFactory = Callable[[], ContextCompressor]
+SYNC_DEADLINE_SETTING = "MEMDESK_SYNC_CONVERSATION_DEADLINE_S"
 
 
 class Outcome(StrEnum):
@@ -72,12 +76,25 @@ def _notes_of_latest_model_compaction(compactions: Sequence[Compaction]) -> str 
 
 
 class ConversationSyncer:
-    """Syncs conversations one at a time; safe to share between threads (each call has its own session)."""
+    """Syncs conversations one at a time; safe to share between threads (each call has its own session).
 
-    def __init__(self, db: Engine, engine_factory: EngineFactory, *, dry_run: bool = False) -> None:
+    With a ``pace`` (the nightly run's), a summary model that answers "busy" is waited for and asked again
+    (``app.sync.pace``); with ``deadline_s``, every summary call, retry and wait of one conversation ends by then."""
+
+    def __init__(
+        self,
+        db: Engine,
+        engine_factory: EngineFactory,
+        *,
+        dry_run: bool = False,
+        pace: SyncPace | None = None,
+        deadline_s: float | None = None,
+    ) -> None:
         self.db = db
         self.engine_factory = engine_factory
         self.dry_run = dry_run
+        self.pace = pace
+        self.deadline_s = deadline_s
 
     def sync(self, conversation_key: int, *, through_message_id: int | None = None) -> ConversationSync:
         """Sync one conversation up to its latest message, or up to ``through_message_id`` (the quick backfill stops
@@ -90,7 +107,10 @@ class ConversationSyncer:
                 return ConversationSync(str(conversation_key), Outcome.SKIPPED)
             public_id = conversation.public_id
             try:
-                return self._sync(session, conversation, through_message_id)
+                if self.deadline_s is None:
+                    return self._sync(session, conversation, through_message_id)
+                with within(Deadline.after(self.deadline_s, setting=SYNC_DEADLINE_SETTING)):
+                    return self._sync(session, conversation, through_message_id)
             except Exception as error:  # one conversation's failure never stops the run; it is retried next run
                 session.rollback()
                 return ConversationSync(public_id, Outcome.FAILED, error=f"{type(error).__name__}: {error}")
@@ -124,18 +144,40 @@ class ConversationSyncer:
         if not said:  # nothing new was said: move the watermark, no LLM call
             self._commit(session, conversation, (watermark, through), None, result)
             return result
-        summary = summarize_transcript(
-            self.engine_factory(),
-            [to_chat_message(row) for row in fresh],
-            previous_notes=_notes_of_latest_model_compaction(compactions),
-        )
+        turns = [to_chat_message(row) for row in fresh]
+        summary, why = self._summarize(turns, _notes_of_latest_model_compaction(compactions))
         result.model, result.usage = summary.model, summary.usage
         if summary.fallback_used:  # no model answered: the decisions would be lost, so try again next run
-            result.outcome, result.error = Outcome.FAILED, "no summary model answered; retried next run"
+            result.outcome, result.error = Outcome.FAILED, f"{why}; retried next run"
             return result
         result.outcome = Outcome.SUMMARIZED
         self._commit(session, conversation, (watermark, through), summary, result, first_id=fresh[0].id)
         return result
+
+    def _summarize(self, turns: list[ChatMessage], previous_notes: str | None) -> tuple[TranscriptSummary, str]:
+        """The summary of ``turns``, a busy model waited for and asked again (with a pace); when it is the
+        fallback's, the reason no model answered."""
+        retries = 0
+        while True:
+            engine = self.engine_factory()
+            watch = OverloadWatch(engine.writer.llm) if engine.writer.llm is not None else None
+            engine.writer.llm = watch  # a fresh engine each try: its writer's failure cooldown would skip the model
+            summary = summarize_transcript(engine, turns, previous_notes=previous_notes)
+            if not summary.fallback_used:
+                if self.pace is not None:
+                    self.pace.succeeded()
+                return summary, ""
+            deadline = current_deadline()
+            if deadline is not None and deadline.expired:
+                return summary, f"no summary within {deadline.describe()}"
+            overload = watch.overload if watch is not None else None
+            if overload is None or self.pace is None:
+                return summary, "no summary model answered"
+            wait = self.pace.overloaded(overload, retries)
+            if wait is None or (deadline is not None and wait >= deadline.remaining()):
+                return summary, f"the summary model stayed busy (HTTP {overload.status_code})"
+            self.pace.wait_out_pause()
+            retries += 1
 
     def _commit(
         self,

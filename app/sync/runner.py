@@ -2,8 +2,10 @@
 
 1. Pick the conversations whose customer or a staff member wrote after their watermark and that are closed or idle for
    ``MEMDESK_SYNC_IDLE_MINUTES`` (``select_conversations``).
-2. Sync each (``app.sync.conversation``) on up to ``MEMDESK_SYNC_CONCURRENCY`` threads; the summary calls are the
-   slow part, and the gateway retries 429 and 5xx with backoff. A failed conversation keeps its watermark and is
+2. Sync each (``app.sync.conversation``) on up to ``MEMDESK_SYNC_CONCURRENCY`` threads (one on the embedded model);
+   the summary calls are the slow part. The gateway retries 429 and 5xx with backoff; a model still busy after
+   that slows the whole run down and its conversation is tried again (``app.sync.pace``). Each conversation has
+   its deadline (``MEMDESK_SYNC_CONVERSATION_DEADLINE_S``). A failed conversation keeps its watermark and is
    retried next run.
 3. Deliver the outbox (``deliver``), after giving failed rows whose error may pass another chance; then count what
    the new memories superseded and mark promises past their grace period expired (``app.sync.upkeep``).
@@ -37,8 +39,9 @@ from app.models import (
 )
 from app.models.base import utc_now
 from app.models.sync import SyncRunStatus
-from app.settings import Settings
+from app.settings import SYNC_CONVERSATION_DEADLINE_S, Settings
 from app.sync.conversation import ConversationSync, ConversationSyncer, EngineFactory, Outcome
+from app.sync.pace import SyncPace
 from app.sync.upkeep import MemoryUpkeep, UpkeepReport, run_upkeep
 from app.turns.context_engines import default_compressor
 from memory.outbox import ConclusionOutbox, DeliveryReport
@@ -126,8 +129,10 @@ class SyncRunner:
         deliver: Deliver | None = None,
         memory: MemoryUpkeep | None = None,
         clock: Callable[[], datetime] = utc_now,
+        conversation_deadline_s: float = SYNC_CONVERSATION_DEADLINE_S,
     ) -> None:
         self.db = db
+        self.conversation_deadline_s = conversation_deadline_s
         self.engine_factory = engine_factory
         self.ledger = ledger
         self.deliver = deliver
@@ -142,8 +147,11 @@ class SyncRunner:
                 report.record = self._start_record(session)
                 report.record.outbox_retried = retry_failed_outbox(session)
             session.commit()
-        syncer = ConversationSyncer(self.db, self.engine_factory, dry_run=options.dry_run)
-        for outcome in self._in_parallel(syncer, keys, options.concurrency):
+        pace = SyncPace(options.concurrency)
+        syncer = ConversationSyncer(
+            self.db, self.engine_factory, dry_run=options.dry_run, pace=pace, deadline_s=self.conversation_deadline_s
+        )
+        for outcome in self._in_parallel(syncer, keys, pace):
             report.conversations.append(outcome)
             if progress is not None:
                 progress(outcome)
@@ -155,9 +163,13 @@ class SyncRunner:
         return report
 
     @staticmethod
-    def _in_parallel(syncer: ConversationSyncer, keys: list[int], concurrency: int) -> Iterator[ConversationSync]:
-        with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="sync") as pool:
-            yield from pool.map(syncer.sync, keys)
+    def _in_parallel(syncer: ConversationSyncer, keys: list[int], pace: SyncPace) -> Iterator[ConversationSync]:
+        def paced(key: int) -> ConversationSync:
+            with pace.slot():
+                return syncer.sync(key)
+
+        with ThreadPoolExecutor(max_workers=pace.ceiling, thread_name_prefix="sync") as pool:
+            yield from pool.map(paced, keys)
 
     def _deliver_all(self) -> int:
         delivered = 0
@@ -240,4 +252,5 @@ def app_sync_runner(
         gateway.ledger,
         deliver=outbox.deliver_due if outbox is not None else None,
         memory=memory,
+        conversation_deadline_s=settings.sync_conversation_deadline_s,
     )

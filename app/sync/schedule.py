@@ -15,6 +15,7 @@ from apscheduler.triggers.cron import CronTrigger
 from app.models import SyncRun
 from app.settings import Settings
 from app.sync.lock import SyncAlreadyRunningError
+from app.sync.pace import sync_concurrency
 from app.sync.runner import SyncOptions, SyncReport
 
 logger = logging.getLogger(__name__)
@@ -61,7 +62,7 @@ class SyncSchedule:
 
 
 def options_from(settings: Settings, **overrides: Any) -> SyncOptions:
-    values: dict[str, Any] = {"idle_minutes": settings.sync_idle_minutes, "concurrency": settings.sync_concurrency}
+    values: dict[str, Any] = {"idle_minutes": settings.sync_idle_minutes, "concurrency": sync_concurrency(settings)}
     return SyncOptions(**{**values, **overrides})
 
 

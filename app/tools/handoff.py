@@ -1,8 +1,9 @@
 """Handing the conversation over to a staff member.
 
 ``transfer_to_human`` sets the conversation to ``needs_human`` (the bot stops replying: the result has
-``handed_off=True``), and records an audit event that carries the model's summary
-for the staff member who picks it up. It needs no confirmation: asking for a person must always work.
+``handed_off=True``), and records an audit event that carries the model's summary for the staff member who picks it
+up (``hand_over``, which a turn past its deadline uses too). It needs no confirmation: asking for a person must
+always work.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import Field
+from sqlmodel import Session
 
 from app.console.audit import record_audit_event
 from app.models import Conversation, ConversationStatus, utc_now
@@ -20,6 +22,27 @@ MAX_SUMMARY_LENGTH = 2_000
 HANDOFF_ACTION = "conversation.handoff"
 # A conversation a human already owns (or is waiting for) keeps its status.
 STATUSES_KEPT = (ConversationStatus.NEEDS_HUMAN, ConversationStatus.HUMAN)
+
+
+def hand_over(
+    session: Session, conversation: Conversation, *, actor: str, summary: str, reason: str | None, customer_id: int
+) -> None:
+    """Put ``conversation`` in the people's queue (unless one has it already) with the note they read first, the
+    audit event the console shows; the caller commits. The tool and a turn past its deadline both hand over here."""
+    assert conversation.id is not None
+    previous = conversation.status
+    if previous not in STATUSES_KEPT:
+        conversation.status = ConversationStatus.NEEDS_HUMAN
+    conversation.updated_at = utc_now()
+    session.add(conversation)
+    record_audit_event(
+        session,
+        actor=actor,
+        action=HANDOFF_ACTION,
+        target_type="conversation",
+        target_id=conversation.id,
+        detail={"summary": summary, "reason": reason, "previous_status": str(previous), "customer_id": customer_id},
+    )
 
 
 class TransferArguments(ToolArguments):
@@ -52,24 +75,13 @@ class TransferToHumanTool(TypedTool[TransferArguments]):
                 ErrorCode.NO_CONVERSATION,
                 "This chat has no conversation record to hand over. Tell the customer to contact support directly.",
             )
-        assert conversation.id is not None
-        previous = conversation.status
-        if previous not in STATUSES_KEPT:
-            conversation.status = ConversationStatus.NEEDS_HUMAN
-        conversation.updated_at = utc_now()
-        session.add(conversation)
-        record_audit_event(
+        hand_over(
             session,
+            conversation,
             actor=context.actor,
-            action=HANDOFF_ACTION,
-            target_type="conversation",
-            target_id=conversation.id,
-            detail={
-                "summary": arguments.summary,
-                "reason": arguments.reason,
-                "previous_status": str(previous),
-                "customer_id": context.customer_id,
-            },
+            summary=arguments.summary,
+            reason=arguments.reason,
+            customer_id=context.customer_id,
         )
         session.commit()
         return {

@@ -35,10 +35,11 @@ EngineFactory = Callable[[], ContextEngine]
 class TurnFailure(Exception):
     """A turn could not produce a reply; carries what to log."""
 
-    def __init__(self, reason: str, *, request_id: str | None = None) -> None:
+    def __init__(self, reason: str, *, request_id: str | None = None, deadline_passed: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
         self.request_id = request_id
+        self.deadline_passed = deadline_passed
 
 
 def default_compressor(gateway: LLMGateway, settings: Settings) -> ContextCompressor:

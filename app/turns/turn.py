@@ -17,6 +17,9 @@ it goes (see DESIGN.md, "One turn").
 6. When the LLM fails (connection, timeout, HTTP error, malformed answer, tool loop limit, context overflow), the
    customer's message stays, the customer gets ``FALLBACK_REPLY``, the conversation moves to ``needs_human`` and
    the error is logged with its request id.
+7. The whole turn has one deadline (``MEMDESK_TURN_DEADLINE_S``, ``app.llm.deadline``) over every LLM call and
+   retry in it, a compaction's summary calls included. Past it no call starts, a streaming reply is cut off, and
+   the customer gets ``FALLBACK_REPLY`` while the conversation is handed to a person with a note that says why.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from app.infra import logs
 from app.infra.metrics import Metrics
 from app.live.broker import EventBroker
 from app.live.messages import store_message
-from app.llm import ChatResponse, LLMError, LLMGateway
+from app.llm import ChatResponse, Deadline, LLMDeadlineError, LLMError, LLMGateway, current_deadline, within
 from app.models import (
     Conversation,
     ConversationStatus,
@@ -48,6 +51,7 @@ from app.models import (
 )
 from app.settings import Settings
 from app.tools import ToolContext, ToolRegistry
+from app.tools.handoff import hand_over
 from app.turns.awaiting import SILENT_STATUSES
 from app.turns.context import load_context, mark_cut_reply, record_compaction, with_compaction_record
 from app.turns.context_engines import (
@@ -72,6 +76,12 @@ SYSTEM_PROMPT_TEMPLATE = "agent_system.md.j2"
 FALLBACK_REPLY = (
     "Sorry, I can't answer right now because of a technical problem. Your message is saved, and a member of our "
     "team will pick up this conversation here as soon as possible."
+)
+TURN_DEADLINE_SETTING = "MEMDESK_TURN_DEADLINE_S"
+DEADLINE_HANDOFF_REASON = "turn deadline"
+DEADLINE_HANDOFF_NOTE = (
+    "The language model gave no reply within the turn deadline of {seconds:g} s (MEMDESK_TURN_DEADLINE_S). The "
+    "customer got the fallback reply; their latest message above is still unanswered."
 )
 HANDOFF_REPLY = "I've asked a member of our team to join this conversation. They will reply here shortly."
 
@@ -131,10 +141,12 @@ class AgentTurn:
             conversation, customer = found
             self.broker.publish(conversation_id, "typing", {"on": True})
             started, outcome = time.perf_counter(), "answered"
+            deadline = Deadline.after(self.settings.turn_deadline_s, setting=TURN_DEADLINE_SETTING)
             try:
-                await self._converse(session, conversation, customer, latest_customer_text)
+                with within(deadline):
+                    await self._converse(session, conversation, customer, latest_customer_text)
             except TurnFailure as failure:
-                outcome = "failed"
+                outcome = "deadline" if failure.deadline_passed else "failed"
                 session.rollback()
                 self._fail(session, conversation_id, failure)
             except Exception as error:  # a bug must not leave the customer without an answer
@@ -239,16 +251,25 @@ class AgentTurn:
 
         # What is still pending at the end is not flushed: the reply's message.created event (or the fallback
         # reply's) carries the whole text and replaces the streamed draft, so a short reply costs one event.
+        deadline = current_deadline()
         try:
-            response = await self.gateway.chat(
-                context,
-                tools=self.tools.openai_specs(),
-                stream=True,
-                on_delta=on_delta,
-                max_tokens=self.settings.reply_token_cap,
-            )
+            # The gateway bounds each attempt; this bounds a reply that keeps streaming past the deadline too.
+            with anyio.fail_after(deadline.remaining() if deadline is not None else None):
+                response = await self.gateway.chat(
+                    context,
+                    tools=self.tools.openai_specs(),
+                    stream=True,
+                    on_delta=on_delta,
+                    max_tokens=self.settings.reply_token_cap,
+                )
+        except TimeoutError as error:
+            assert deadline is not None
+            raise TurnFailure(f"no reply within {deadline.describe()}", deadline_passed=True) from error
         except LLMError as error:
-            raise TurnFailure(f"LLM call failed: {error}", request_id=error.request_id) from error
+            passed = isinstance(error, LLMDeadlineError) or (deadline is not None and deadline.expired)
+            raise TurnFailure(
+                f"LLM call failed: {error}", request_id=error.request_id, deadline_passed=passed
+            ) from error
         if not response.tool_calls and not (response.content or "").strip():
             raise TurnFailure("LLM returned neither text nor tool calls", request_id=response.request_id)
         return response
@@ -342,6 +363,7 @@ class AgentTurn:
         session.commit()
         if conversation is None:
             return
+        # The fallback reply first: it is the customer's one answer to this turn, whatever happens next.
         store_message(
             session,
             self.broker,
@@ -353,11 +375,22 @@ class AgentTurn:
                 content=FALLBACK_REPLY,
             ),
         )
-        if conversation.status == ConversationStatus.BOT:
+        if conversation.status != ConversationStatus.BOT:
+            return
+        if failure.deadline_passed:  # a handoff with its note, as if the bot had asked for a person
+            hand_over(
+                session,
+                conversation,
+                actor=MessageAuthor.BOT.value,  # the audit actor of the bot's own handoffs
+                summary=DEADLINE_HANDOFF_NOTE.format(seconds=self.settings.turn_deadline_s),
+                reason=DEADLINE_HANDOFF_REASON,
+                customer_id=conversation.customer_id,
+            )
+        else:
             conversation.status = ConversationStatus.NEEDS_HUMAN
             session.add(conversation)
-            session.commit()
-            self.broker.publish(conversation_id, "conversation.status", {"status": conversation.status.value})
+        session.commit()
+        self.broker.publish(conversation_id, "conversation.status", {"status": conversation.status.value})
 
     def _instructions(self, customer: Customer) -> str:
         # The system prompt's instructions never change within a conversation: a stable prompt prefix.

@@ -23,7 +23,12 @@ from sqlmodel import Session
 
 from app.console import actions
 from app.console.audit import record_audit_event
-from app.console.handoff import handoff_view, write_handoff_summary
+from app.console.handoff import (
+    HANDOFF_SUMMARY_RETRY_AFTER_S,
+    HandoffSummaryTimeout,
+    handoff_view,
+    write_handoff_summary,
+)
 from app.console.permissions import Staff
 from app.console.rendering import render
 from app.console.transcript import load_transcript
@@ -267,5 +272,9 @@ async def summarize(
             )  # fmt: skip
             session.commit()
 
-    await anyio.to_thread.run_sync(write)
+    try:
+        await anyio.to_thread.run_sync(write)
+    except HandoffSummaryTimeout as error:
+        retry = {"Retry-After": str(HANDOFF_SUMMARY_RETRY_AFTER_S)}
+        raise ConsoleError(status.HTTP_503_SERVICE_UNAVAILABLE, str(error), headers=retry) from error
     return await anyio.to_thread.run_sync(_state_fragment, request, db, staff, ref)

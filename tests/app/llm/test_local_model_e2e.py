@@ -18,6 +18,10 @@ from tests.support.servers import free_port
 
 pytest.importorskip("llama_cpp", reason="the local-model extra is not installed")
 
+# On a loaded 2-core machine the 135M model can take longer than the default turn deadline for one reply; these
+# tests check the loop through the real model, the deadline has its own (tests/app/turns/test_turn_deadline.py).
+LOCAL_MODEL_TURN_DEADLINE_S = 170.0
+
 
 @pytest.fixture(scope="module")
 def local_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalModelServer]:
@@ -37,6 +41,7 @@ def test_a_reply_from_the_real_local_model_arrives_over_the_real_protocol(
         context_length=8192,
         max_reply_tokens=48,
         reply_debounce_s=0.0,
+        turn_deadline_s=LOCAL_MODEL_TURN_DEADLINE_S,
         secret_key="test-secret-key-0123456789-abcdefghijklmnop",
     )
     live: LiveApp
@@ -62,6 +67,7 @@ def test_the_embedded_model_gets_order_facts_a_handoff_and_no_runaway_reply(
         chat_model=EMBEDDED_CHAT_MODEL,
         context_length=8192,
         reply_debounce_s=0.0,
+        turn_deadline_s=LOCAL_MODEL_TURN_DEADLINE_S,
         memory_enabled=False,
         secret_key="test-secret-key-0123456789-abcdefghijklmnop",
         widget_identity_secret=IDENTITY_SECRET,
