@@ -11,7 +11,7 @@ import json
 from typing import Annotated, Any
 
 import anyio
-from fastapi import APIRouter, Form, Path, Request, status
+from fastapi import Form, Path, Request, status
 from fastapi.responses import HTMLResponse, Response
 from sqlalchemy import Engine
 from sqlmodel import Session
@@ -19,7 +19,7 @@ from sqlmodel import Session
 from app.console import staff as staff_accounts
 from app.privacy import CustomerNotFoundError, Erasure, erase_customer, export_customer, find_customer
 from app.ratelimit import customer_rate_key
-from app.web.console.common import ConsoleError, after_action, page
+from app.web.console.common import ConsoleError, after_action, console_router, page
 from app.web.deps import (
     BrokerDep,
     DbDep,
@@ -31,7 +31,7 @@ from app.web.deps import (
 )
 from memory.store import MemoryStoreBusyError
 
-router = APIRouter(prefix="/console", include_in_schema=False)
+router = console_router()
 
 MAX_FIELD_CHARS = 400
 Field = Annotated[str, Form(max_length=MAX_FIELD_CHARS)]
