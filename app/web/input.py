@@ -54,8 +54,9 @@ def _text_to_int(value: Any) -> Any:
     return parse_database_int(value) if isinstance(value, str) else value
 
 
-# An id, cursor or count from a path, query or form (narrow it further with ``Query(ge=…, le=…)``).
-DatabaseInt = Annotated[int, BeforeValidator(_text_to_int), Field(ge=0, le=MAX_DATABASE_INT)]
+# An id, cursor or count from a path, query or form (narrow it further with ``Query(ge=…, le=…)``). The bounds come
+# before the parser: so placed, the API document states them as ``minimum`` and ``maximum``.
+DatabaseInt = Annotated[int, Field(ge=0, le=MAX_DATABASE_INT), BeforeValidator(_text_to_int)]
 
 _CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _IDENTIFIER_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f]")

@@ -279,8 +279,17 @@ def targets(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Targets]:
             assert key is not None and live.services.memory is not None
             fact = Conclusion(memory_customer_id(key), ConclusionKind.FACT, "Prefers SMS.", ConclusionSource.AGENT)
             [memory_id] = live.services.memory.store.remember([fact])
+            live.services.memory.store.remember(list(_promises_by_odd_actors(memory_customer_id(key))))
             ids = tuple(str(staff_id) for staff_id in (1, 2, 3, victim))
             yield Targets(live, staff, conversation, customer, memory_id, ids)
+
+
+def _promises_by_odd_actors(customer: str) -> Iterator[Conclusion]:
+    """Promises whose maker reads like a staff member but is none: a summary model's notes say who made a promise
+    (``by: …``), and the customer panel names that member."""
+    for number, actor in enumerate(("staff:²", "staff:１２", f"staff:{2**64}", "agent:-1", "staff:")):
+        text = f"Refund of ${number}.50 for #W23781{number:02d} by 2026-12-24."
+        yield Conclusion(customer, ConclusionKind.PROMISE, text, ConclusionSource.COMPACTION, said_by=actor)
 
 
 def _value(known: Sequence[str]) -> st.SearchStrategy[str]:

@@ -25,8 +25,6 @@ from tests.support.settings import app_settings
 STAFF_PASSWORD = "correct horse battery staple"
 CSRF_INPUT = re.compile(r'name="csrf_token" value="([^"]+)"')
 FORM_CONTENT_TYPE = "application/x-www-form-urlencoded"
-# A stream route never ends by itself; its status line and headers are all a caller of ``send`` waits for.
-STREAM_TIMEOUT = httpx.Timeout(10.0, read=1.0)
 Fields = Sequence[tuple[str, str]]
 
 
@@ -85,7 +83,8 @@ class StaffClient:
         if method == "POST":
             body = form_body([("csrf_token", self.csrf_token), *fields])
             return self.http.post(url, content=body, headers={**headers, "Content-Type": FORM_CONTENT_TYPE})
-        with self.http.stream(method, url, headers=headers, timeout=STREAM_TIMEOUT) as response:
+        with self.http.stream(method, url, headers=headers) as response:
+            # A stream never ends by itself: its status line and headers are all that is waited for.
             if not response.headers.get("content-type", "").startswith("text/event-stream"):
                 response.read()
             return response

@@ -7,8 +7,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from app.customer_memory.ids import memory_customer_id
 from app.models import Conversation, StaffRole
 from app.web.input import MAX_DATABASE_INT
+from memory.conclusions import Conclusion, ConclusionKind, ConclusionSource
 from tests.support.console_support import StaffClient, console_app, signed_in
 from tests.support.live_app import LiveApp
 from tests.support.scripted_llm import ScriptedLLMServer
@@ -85,3 +87,31 @@ def test_an_htmx_request_with_a_bad_number_gets_the_sentence_as_a_flash(console:
     assert response.status_code == 400
     assert "Page: Give a whole number written with the digits 0-9 only" in response.text
     assert "<html" not in response.text.lower()
+
+
+def _promise(customer: str, number: int, said_by: str) -> Conclusion:
+    text = f"Refund of ${number}.50 for #W12345{number}."
+    return Conclusion(customer, ConclusionKind.PROMISE, text, ConclusionSource.COMPACTION, said_by=said_by)
+
+
+def test_the_customer_panel_names_a_promise_by_an_actor_whose_number_is_not_a_staff_id_as_it_is(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """A summary model's notes say who made a promise (``by: staff:…``); a number there that is not a storable id
+    names nobody, instead of failing the panel (``int("²")`` and a 2^64 id in the staff query both answered 500)."""
+    odd_actors = ("staff:²", f"staff:{2**64}", "agent:１２")
+    with ScriptedLLMServer() as llm:
+        options = {"memory_enabled": True, "memory_embedder": "hashing"}
+        for live in console_app(tmp_path_factory.mktemp("odd-actors"), llm, **options):
+            supervisor = signed_in(live, StaffRole.SUPERVISOR, name="Kim Lee")
+            _, customer = live.visitor()
+            key = live.customer(customer).id
+            assert key is not None and live.services.memory is not None
+            customer_key = memory_customer_id(key)
+            promises = [_promise(customer_key, number, actor) for number, actor in enumerate((*odd_actors, "staff:1"))]
+            live.services.memory.store.remember(promises)
+            panel = supervisor.get(f"/console/customers/{customer}/panel")
+            assert panel.status_code == 200, panel.text
+            for actor in odd_actors:
+                assert f"promised by {actor}" in panel.text
+            assert "promised by Kim Lee" in panel.text

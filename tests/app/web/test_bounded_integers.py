@@ -66,3 +66,12 @@ def test_the_widget_still_takes_a_plain_cursor(visitor: tuple[LiveApp, httpx.Cli
     _, client, conversation = visitor
     response = client.get(f"/api/widget/conversations/{conversation}/messages", params={"after_id": "0"})
     assert response.status_code == 200 and response.json() == []
+
+
+def test_the_api_document_states_the_bounds_of_a_bounded_integer(visitor: tuple[LiveApp, httpx.Client, str]) -> None:
+    live, _, _ = visitor
+    document = live.client().get("/openapi.json").json()
+    parameters = document["paths"]["/api/widget/conversations/{conversation_id}/messages"]["get"]["parameters"]
+    [after_id] = [parameter["schema"] for parameter in parameters if parameter["name"] == "after_id"]
+    assert (after_id["type"], after_id["minimum"], after_id["maximum"]) == ("integer", 0, MAX_DATABASE_INT)
+    assert "ge" not in after_id and "le" not in after_id
