@@ -21,6 +21,7 @@ from app.customer_memory.service import MemoryService
 from app.models import Conversation, Customer, StaffMember
 from app.tools import ToolContext, ToolRegistry
 from app.tools.registry import ErrorCode
+from app.web.input import parse_database_int
 from memory.conclusions import PROMISE_GRACE_DAYS, ConclusionKind, MemoryItem
 from memory.store import CustomerMemoryError
 
@@ -213,8 +214,14 @@ def _staff_names(db: Engine, actors: set[str]) -> dict[str, str]:
 
 
 def _staff_id(actor: str) -> int | None:
+    """The staff id in ``staff:7``; None for any other actor. Actors can come from a summary model's notes (``by:
+    staff:…``), so the number is parsed as strictly as one from a request: ``staff:²`` or ``staff:<2^64>`` name
+    nobody instead of failing the panel."""
     for prefix in (STAFF_ACTOR_PREFIX, LEGACY_STAFF_ACTOR_PREFIX):
         number = actor.removeprefix(prefix)
-        if number != actor and number.isdigit():
-            return int(number)
+        if number != actor:
+            try:
+                return parse_database_int(number)
+            except ValueError:
+                return None
     return None

@@ -41,6 +41,7 @@ from app.models import (
     Shipment,
 )
 from app.tools.conversation_search import purge_deleted_text
+from app.web.input import parse_database_int
 from memory.store import CustomerMemory
 
 logger = logging.getLogger(__name__)
@@ -64,11 +65,18 @@ def find_customer(session: Session, reference: str, *, allow_internal_id: bool =
         found = session.exec(select(Customer).where(column == reference)).first()
         if found is not None:
             return found
-    if allow_internal_id and reference.isascii() and reference.isdigit() and len(reference) < 19:
-        by_id = session.get(Customer, int(reference))
+    if allow_internal_id and (key := _internal_id(reference)) is not None:
+        by_id = session.get(Customer, key)
         if by_id is not None:
             return by_id
     raise CustomerNotFoundError(f"No customer {reference!r}: give their public id (cus_…) or the shop's customer id.")
+
+
+def _internal_id(reference: str) -> int | None:
+    try:
+        return parse_database_int(reference)
+    except ValueError:
+        return None  # not an internal id: the reference was a public or shop id that matched nobody
 
 
 def audit_targets(conversation_ids: list[int], order_ids: list[int], customer_id: int) -> list[Any]:

@@ -6,7 +6,10 @@
   and tab removed, line endings normalized to ``\\n``; identifiers (an external id, an email, an HMAC) are refused
   with a 422 when they hold a control character. Both refuse unpaired UTF-16 surrogates (``"\\ud800"`` in JSON),
   which are not Unicode text and cannot be stored.
-- Integers that reach the database are bounded to what it can store.
+- Integers in a path, a query or a form (``DatabaseInt``) go through one parser, ``parse_database_int``: ASCII
+  digits only, bounded to what the database can store. Anything else (a sign, spaces, ``1_000``, ``1.0``,
+  full-width or other non-ASCII digits, ``2**63``) is refused with a sentence saying what to send, never an
+  ``OverflowError`` from the database.
 - Every validation error, whatever raised it, is FastAPI's standard 422 body ``{"detail": [{"loc", "msg", "type",
   …}]}``; what a client sent is echoed back only in a JSON-safe form.
 """
@@ -24,11 +27,36 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Field
 
 # The largest id or cursor SQLite and PostgreSQL (BIGINT) can bind.
 MAX_DATABASE_INT = 2**63 - 1
-DatabaseInt = Annotated[int, Field(ge=0, le=MAX_DATABASE_INT)]
+NOT_A_WHOLE_NUMBER = "Give a whole number written with the digits 0-9 only (no sign, spaces, separators or decimals)."
+TOO_LARGE = f"The number is too large; the largest accepted is {MAX_DATABASE_INT}."
+# ASCII only: ``int()`` and ``str.isdigit`` also take "１２", "١٢" or "²" (and ``int("²")`` then fails), and
+# pydantic's lax integers take "+5", " 7 ", "1_000" and "1.0"; no page or client of ours sends any of those.
+_DECIMAL_DIGITS = re.compile(r"[0-9]+")
+
+
+def parse_database_int(text: str) -> int:
+    """The non-negative integer ``text`` spells, if the database can store it; else ``ValueError`` with a sentence."""
+    if not _DECIMAL_DIGITS.fullmatch(text):
+        raise ValueError(NOT_A_WHOLE_NUMBER)
+    significant = text.lstrip("0") or "0"
+    # Compared by length first: int() of thousands of digits is slow, and past 4,300 digits it refuses.
+    if len(significant) > len(str(MAX_DATABASE_INT)) or int(significant) > MAX_DATABASE_INT:
+        raise ValueError(TOO_LARGE)
+    return int(significant)
+
+
+def _text_to_int(value: Any) -> Any:
+    # Paths, queries and forms give text; a JSON body's number is left to pydantic (with the bounds below).
+    return parse_database_int(value) if isinstance(value, str) else value
+
+
+# An id, cursor or count from a path, query or form (narrow it further with ``Query(ge=…, le=…)``). The bounds come
+# before the parser: so placed, the API document states them as ``minimum`` and ``maximum``.
+DatabaseInt = Annotated[int, Field(ge=0, le=MAX_DATABASE_INT), BeforeValidator(_text_to_int)]
 
 _CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _IDENTIFIER_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f]")
@@ -137,3 +165,18 @@ def validation_error(
 ) -> RequestValidationError:
     """A 422 raised by a handler, in the same shape as the ones FastAPI raises."""
     return RequestValidationError([{"type": kind, "loc": location, "msg": message, "input": None}])
+
+
+# At most this many problems are spelled out to a person; the first ones are enough to correct the form.
+MAX_DESCRIBED_ERRORS = 3
+
+
+def describe_validation_error(error: RequestValidationError) -> str:
+    """What a request got wrong, as sentences for a person (the console shows them instead of the 422 list)."""
+    sentences = []
+    for item in error.errors()[:MAX_DESCRIBED_ERRORS]:
+        location = [str(part) for part in item.get("loc", ())[1:]] or ["request"]
+        field = " ".join(location).replace("_", " ")
+        message = str(item.get("msg", "is not valid")).removeprefix("Value error, ").rstrip(".")
+        sentences.append(f"{field.capitalize()}: {message}.")
+    return " ".join(sentences) or "The request is not valid."

@@ -1,11 +1,16 @@
 """Helpers for console tests: staff accounts made through the real staff functions, and signed-in HTTP clients
-that send the CSRF token the way the console's pages do."""
+that send the CSRF token the way the console's pages do.
+
+``StaffClient.send`` sends what a browser would not: any text, unpaired surrogates included (as the bytes a broken
+or hostile client would put on the wire), in a path, a query or a form whose fields may be missing or repeated.
+"""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 from sqlmodel import Session, col, select
@@ -19,6 +24,25 @@ from tests.support.settings import app_settings
 
 STAFF_PASSWORD = "correct horse battery staple"
 CSRF_INPUT = re.compile(r'name="csrf_token" value="([^"]+)"')
+FORM_CONTENT_TYPE = "application/x-www-form-urlencoded"
+Fields = Sequence[tuple[str, str]]
+
+
+def percent_encoded(text: str) -> str:
+    """``text`` for a URL or a form body, byte for byte: an unpaired surrogate goes as the three bytes that encode
+    it, which are not UTF-8 (what a client that mangles text sends)."""
+    return quote(text.encode("utf-8", "surrogatepass"), safe="")
+
+
+def form_body(fields: Fields) -> bytes:
+    return "&".join(f"{percent_encoded(name)}={percent_encoded(value)}" for name, value in fields).encode("ascii")
+
+
+def raw_url(path: str, path_values: dict[str, str], query: Fields = ()) -> str:
+    """``path`` (a route's template, ``/console/conversations/{ref}``) with its values and query percent-encoded."""
+    for name, value in path_values.items():
+        path = path.replace(f"{{{name}}}", percent_encoded(value))
+    return f"{path}?{form_body(query).decode()}" if query else path
 
 
 class StaffClient:
@@ -49,6 +73,26 @@ class StaffClient:
         if csrf:
             form["csrf_token"] = self.csrf_token
         return self.http.post(path, data=form)
+
+    def send(
+        self, method: str, url: str, fields: Fields = (), *, htmx: bool = False, headers: dict[str, bytes] | None = None
+    ) -> httpx.Response:
+        """``url`` as given (see ``raw_url``); a POST carries the CSRF token first, then ``fields`` as they are.
+        A streamed answer is closed once its headers have arrived."""
+        headers = {**(headers or {}), **({"HX-Request": b"true"} if htmx else {})}
+        if method == "POST":
+            body = form_body([("csrf_token", self.csrf_token), *fields])
+            return self.http.post(url, content=body, headers={**headers, "Content-Type": FORM_CONTENT_TYPE})
+        with self.http.stream(method, url, headers=headers) as response:
+            # A stream never ends by itself: its status line and headers are all that is waited for.
+            if not response.headers.get("content-type", "").startswith("text/event-stream"):
+                response.read()
+            return response
+
+    def lost_session(self, response: httpx.Response) -> bool:
+        """Whether ``response`` says this member is no longer signed in (401, or the way back to the sign-in page)."""
+        signing_in = response.status_code == 303 and response.headers.get("location", "").startswith("/console/login")
+        return response.status_code == 401 or signing_in
 
 
 def csrf_token_in(html: str) -> str:
@@ -89,3 +133,10 @@ def console_settings(tmp_path: Any, server: ScriptedLLMServer, **overrides: Any)
 
 def console_app(tmp_path: Any, server: ScriptedLLMServer, **overrides: Any) -> Iterator[LiveApp]:
     yield from run_live_app(console_settings(tmp_path, server, **overrides))
+
+
+def login_form(live: LiveApp) -> tuple[httpx.Client, str]:
+    """A browser that has just opened the sign-in page: its cookie set, and the form's CSRF token."""
+    http = httpx.Client(base_url=live.url, timeout=10.0, follow_redirects=False)
+    live.clients.append(http)
+    return http, csrf_token_in(http.get("/console/login").text)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import anyio
-from fastapi import APIRouter, Form, Path, Request, status
+from fastapi import Form, Path, Request, status
 from fastapi.responses import HTMLResponse, Response
 from sqlalchemy import Engine
 from sqlmodel import Session
@@ -26,7 +26,7 @@ from app.privacy import (
     printable_export,
 )
 from app.ratelimit import customer_rate_key
-from app.web.console.common import ConsoleError, after_action, page
+from app.web.console.common import ConsoleError, after_action, console_router, page
 from app.web.deps import (
     BrokerDep,
     DbDep,
@@ -38,7 +38,7 @@ from app.web.deps import (
 )
 from memory.store import MemoryStoreBusyError
 
-router = APIRouter(prefix="/console", include_in_schema=False)
+router = console_router()
 
 MAX_FIELD_CHARS = 400
 Field = Annotated[str, Form(max_length=MAX_FIELD_CHARS)]

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Annotated
 
 import anyio
-from fastapi import APIRouter, Form, Query, Request, status
+from fastapi import Form, Query, Request, status
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from sqlalchemy import Engine
 from sqlmodel import Session, select
@@ -24,10 +24,11 @@ from app.console.permissions import STAFF_ACTOR_PREFIX
 from app.console.staff import MAX_PASSWORD_CHARS, StaffError, normalize_email, verify_password
 from app.models import StaffMember
 from app.settings import Settings
-from app.web.console.common import ConsoleError, page
+from app.web.console.common import ConsoleError, console_router, page
 from app.web.deps import ConsoleStaffDep, DbDep, SettingsDep, console_signer
+from app.web.input import DatabaseInt
 
-router = APIRouter(prefix="/console", include_in_schema=False)
+router = console_router()
 
 # Package data, found the same in a wheel and in an editable install (as the widget's files are).
 STATIC_DIR = Path(str(files("app").joinpath("static")))
@@ -76,7 +77,7 @@ def _login_page(
 def login_form(
     request: Request,
     settings: SettingsDep,
-    expired: Annotated[int, Query(ge=0, le=1)] = 0,
+    expired: Annotated[DatabaseInt, Query(le=1)] = 0,
     next: Annotated[str, Query(max_length=MAX_FIELD_CHARS)] = "",
 ) -> HTMLResponse:
     message = "Your session has ended; sign in again." if expired else None

@@ -3,7 +3,9 @@
 Console routes are server-rendered pages and htmx fragments. A request from htmx (``HX-Request``) gets a fragment;
 a plain browser request (a form posted without JavaScript) gets a redirect back to the page (303) or a whole page.
 Errors are ``ConsoleError``: rendered as a short message that htmx shows in the page's notice area, or as an
-error page. None of these routes is part of the public API document.
+error page. A path, query or form value that fails validation is one too (400, the problem in a sentence), not the
+API's 422 list: routers are made by ``console_router``, whose routes are ``ConsoleRoute``. None of these routes is
+part of the public API document.
 
 ``ConsoleSecurityHeaders`` adds to every ``/console`` response a strict Content-Security-Policy (scripts, styles
 and connections from this origin only, no framing, forms posting only here), ``nosniff``, no referrer outside the
@@ -15,11 +17,13 @@ names them, until the staff member's session ends.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from typing import Any
 
-from fastapi import FastAPI, HTTPException, Request, status
+from fastapi import APIRouter, FastAPI, HTTPException, Request, status
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.routing import APIRoute
 from fastapi.sse import ServerSentEvent
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -27,6 +31,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from app.console.rendering import render
 from app.live.broker import Event, Subscription, SubscriptionClosed
 from app.web.event_streams import reconnect_delay
+from app.web.input import describe_validation_error
 
 CONSOLE_PREFIX = "/console"
 SECURITY_HEADERS = {
@@ -73,6 +78,27 @@ async def _console_error(request: Request, error: Exception) -> Response:
     for name, value in (error.headers or {}).items():
         response.headers[name] = value
     return response
+
+
+class ConsoleRoute(APIRoute):
+    """A console route: a request whose path, query or form fails validation is a ``ConsoleError`` (400), shown to
+    staff as a sentence like any other refusal (FastAPI's custom-route pattern)."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def console_handler(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except RequestValidationError as error:
+                raise ConsoleError(status.HTTP_400_BAD_REQUEST, describe_validation_error(error)) from error
+
+        return console_handler
+
+
+def console_router(prefix: str = CONSOLE_PREFIX) -> APIRouter:
+    """A router for console pages: ``ConsoleRoute`` routes, none in the API document."""
+    return APIRouter(prefix=prefix, include_in_schema=False, route_class=ConsoleRoute)
 
 
 class ConsoleSecurityHeaders:

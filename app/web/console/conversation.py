@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any
 
 import anyio
-from fastapi import APIRouter, Depends, Form, Path, Query, Request, status
+from fastapi import Depends, Form, Path, Query, Request, status
 from fastapi.responses import HTMLResponse, Response
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 from sqlalchemy import Engine
@@ -35,7 +35,7 @@ from app.console.transcript import load_transcript
 from app.console.view import live_entry, load_page, load_state
 from app.live.broker import Event, Subscription
 from app.models import Conversation
-from app.web.console.common import ConsoleError, after_action, console_event, console_stream, page
+from app.web.console.common import ConsoleError, after_action, console_event, console_router, console_stream, page
 from app.web.deps import (
     BrokerDep,
     DbDep,
@@ -46,15 +46,17 @@ from app.web.deps import (
     WorkerDep,
 )
 from app.web.event_streams import LastEventIdHeader, SinceQuery
-from app.web.input import MAX_DATABASE_INT
+from app.web.input import DatabaseInt
 
-router = APIRouter(prefix="/console/conversations", include_in_schema=False)
+router = console_router("/console/conversations")
 
 MAX_PUBLIC_ID_CHARS = 64
 MAX_TEXT_CHARS = 20_000
 ConversationRef = Annotated[str, Path(max_length=MAX_PUBLIC_ID_CHARS)]
 TextField = Annotated[str, Form(max_length=MAX_TEXT_CHARS)]
-BeforeQuery = Annotated[int | None, Query(ge=1, le=MAX_DATABASE_INT, description="Page back from this message")]
+BeforeQuery = Annotated[DatabaseInt | None, Query(ge=1, description="Page back from this message")]
+# Empty: nobody (a form field left empty is its default).
+AssigneeField = Annotated[DatabaseInt | None, Form()]
 STATE_EVENTS = frozenset({"conversation.status", "conversation.assigned"})
 
 
@@ -217,12 +219,9 @@ async def assign(
     db: DbDep,
     broker: BrokerDep,
     staff: WorkerDep,
-    assigned_staff_id: Annotated[str, Form(max_length=20)] = "",
+    assigned_staff_id: AssigneeField = None,
 ) -> Response:
-    chosen = int(assigned_staff_id) if assigned_staff_id.isdigit() else None
-    if assigned_staff_id and chosen is None:
-        raise ConsoleError(status.HTTP_422_UNPROCESSABLE_CONTENT, "Choose a staff member from the list.")
-    return await _act(request, db, staff, ref, lambda s, c: actions.assign(s, broker, staff, c, chosen))
+    return await _act(request, db, staff, ref, lambda s, c: actions.assign(s, broker, staff, c, assigned_staff_id))
 
 
 async def _write(request: Request, db: Engine, staff: Staff, ref: str, action: Callable[..., Any]) -> Response:

@@ -11,7 +11,7 @@ from datetime import date
 from typing import Annotated, Any
 
 import anyio
-from fastapi import APIRouter, Form, Path, Request, status
+from fastapi import Form, Path, Request, status
 from fastapi.responses import HTMLResponse
 from sqlalchemy import Engine
 from sqlmodel import Session, select
@@ -21,12 +21,12 @@ from app.console.customer import CustomerProfile, load_memories, load_orders, lo
 from app.console.permissions import Permission, Staff
 from app.customer_memory.service import MemoryService
 from app.models import Customer
-from app.web.console.common import ConsoleError, page
+from app.web.console.common import ConsoleError, console_router, page
 from app.web.deps import DbDep, MemoryDep, MemoryEditorDep, ShopTodayDep, ToolsDep, WorkerDep
 from memory.conclusions import ConclusionKind
 from memory.store import CustomerMemoryError, MemoryNotFoundError
 
-router = APIRouter(prefix="/console/customers", include_in_schema=False)
+router = console_router("/console/customers")
 
 MAX_ID_CHARS = 64
 CustomerRef = Annotated[str, Path(max_length=MAX_ID_CHARS)]

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 from typing import Annotated
 
 import anyio
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import Depends, Query, Request
 from fastapi.responses import HTMLResponse
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 from sqlalchemy import Engine
@@ -21,16 +21,17 @@ from app.console.inbox import InboxFilter, InboxPage, inbox_page
 from app.console.permissions import Staff
 from app.live.broker import Event, Subscription
 from app.models import ConversationStatus
-from app.web.console.common import console_event, console_stream, page
+from app.web.console.common import console_event, console_router, console_stream, page
 from app.web.deps import BrokerDep, DbDep, SignedInCheckDep, WorkerDep
 from app.web.event_streams import LastEventIdHeader
+from app.web.input import DatabaseInt
 
-router = APIRouter(prefix="/console", include_in_schema=False)
+router = console_router()
 
 MAX_PAGE = 10_000
 StatusQuery = Annotated[ConversationStatus | None, Query()]
 MineQuery = Annotated[bool, Query()]
-PageQuery = Annotated[int, Query(alias="page", ge=1, le=MAX_PAGE)]
+PageQuery = Annotated[DatabaseInt, Query(alias="page", ge=1, le=MAX_PAGE)]
 
 
 def _load(db: Engine, staff: Staff, wanted: InboxFilter) -> InboxPage:

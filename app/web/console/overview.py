@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
-from fastapi import APIRouter, Request
+from fastapi import Request
 from fastapi.responses import HTMLResponse, Response
 from sqlmodel import Session
 
@@ -14,10 +14,10 @@ from app.console.audit import record_audit_event
 from app.console.overview import load_overview, retry_failed
 from app.console.permissions import Permission
 from app.sync.runner import latest_sync_run
-from app.web.console.common import after_action, page
+from app.web.console.common import after_action, console_router, page
 from app.web.deps import DbDep, GatewayDep, MemoryDep, OutboxRetrierDep, WorkerDep
 
-router = APIRouter(prefix="/console", include_in_schema=False)
+router = console_router()
 
 
 @router.get("/overview", response_class=HTMLResponse)

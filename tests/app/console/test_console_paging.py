@@ -94,8 +94,8 @@ def test_the_earlier_link_without_javascript_shows_the_earlier_page_through_the_
     longer = agent.get(f"/console/conversations/{seeded.public_id}?before={found.group(1)}").text
     latest_ids, longer_ids = ENTRY_ID.findall(latest), ENTRY_ID.findall(longer)
     assert longer_ids[-len(latest_ids) :] == latest_ids and len(longer_ids) > len(latest_ids)
-    assert agent.get(f"/console/conversations/{seeded.public_id}?before=0").status_code == 422
-    assert agent.get(f"/console/conversations/{seeded.public_id}/transcript?before=x").status_code == 422
+    assert agent.get(f"/console/conversations/{seeded.public_id}?before=0").status_code == 400
+    assert agent.get(f"/console/conversations/{seeded.public_id}/transcript?before=x").status_code == 400
 
 
 def test_a_private_note_on_an_earlier_page_is_shown_to_staff_and_never_to_the_widget(console: LiveApp) -> None:
