@@ -15,7 +15,7 @@ names them, until the staff member's session ends.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request, status
@@ -66,13 +66,18 @@ def after_action(request: Request, url: str, template: str | None = None, **cont
     return RedirectResponse(url, status_code=status.HTTP_303_SEE_OTHER)
 
 
-async def _console_error(request: Request, error: Exception) -> Response:
-    assert isinstance(error, ConsoleError)
+def error_page(request: Request, status_code: int, message: str, headers: Mapping[str, str] | None = None) -> Response:
+    """A console error as htmx's notice fragment, or as a whole error page for a plain browser request."""
     template = "_flash.html" if is_htmx(request) else "error.html"
-    response = page(request, template, status_code=error.status_code, message=error.detail, kind="error")
-    for name, value in (error.headers or {}).items():
+    response = page(request, template, status_code=status_code, message=message, kind="error")
+    for name, value in (headers or {}).items():
         response.headers[name] = value
     return response
+
+
+async def _console_error(request: Request, error: Exception) -> Response:
+    assert isinstance(error, ConsoleError)
+    return error_page(request, error.status_code, error.detail, error.headers)
 
 
 class ConsoleSecurityHeaders:
