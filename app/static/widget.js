@@ -24,11 +24,11 @@
  * limit (429), a closed conversation (409) and a refused request (413, 422). An unreachable server marks the
  * connection lost ("reconnecting…" in the panel) and connect() is retried with one backoff (backoffDelay) until
  * the session, the history and the event stream are all back. A 503 is such a server too (it answers, but its
- * database does not): no request leaves before its Retry-After has passed. While the panel is open on a visible page, a server
- * that stops answering without closing the stream is noticed by a light request after a short silence. The
- * browser's EventSource reconnects by itself and sends Last-Event-ID; when it gives up (an HTTP error) connect()
- * reopens it with ?since=<last id>. After every (re)connection the messages after the newest one shown are fetched,
- * which closes any gap; a resync event reloads the whole list. Messages typed while the connection is lost wait in
+ * database does not): no request leaves before its Retry-After has passed. While the panel is open on a visible
+ * page, a server that stops answering without closing the stream is noticed by a light request after a short
+ * silence. The browser's EventSource reconnects by itself and sends Last-Event-ID; when it gives up (an HTTP
+ * error) connect() reopens it with ?since=<last id>. After every (re)connection the messages after the newest one
+ * shown are fetched, which closes any gap; a resync event reloads the whole list. Messages typed while the connection is lost wait in
  * an outbox (kept in localStorage) and are sent in order, one at a time; after a failure whose outcome is unknown
  * the server's list is checked first, so a message that did arrive is never sent twice.
  *
