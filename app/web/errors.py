@@ -10,9 +10,11 @@ Exception tree of what becomes 503 here (``app.db.is_database_unavailable`` deci
 
 Every other error keeps its course (a bug is still a 500, logged with its traceback). The 503 carries
 ``Retry-After``; under ``/console`` it is the console's error page (or htmx's notice fragment), elsewhere JSON in the
-shape of ``ErrorBody``. A request answered so stored nothing of its own: its transaction was rolled back with the
-broken connection (or never began), so a client may send it again. The log line names the driver's error class and
-SQLSTATE only; the error's text can carry the statement's parameters, which are customers' words.
+shape of ``ErrorBody``. The request's transaction was rolled back with the broken connection (or never began), so
+a client may send it again; only a commit that reached the database and whose answer was lost can have stored it,
+which is why the widget checks the conversation's messages before it sends a message again. The log line names the
+driver's error class and SQLSTATE only; the error's text can carry the statement's parameters, which are customers'
+words.
 """
 
 from __future__ import annotations

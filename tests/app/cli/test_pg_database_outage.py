@@ -1,6 +1,6 @@
 """The database going away under a real ``memdesk serve --workers 2`` on PostgreSQL: every request it cannot serve
 is a 503 with ``Retry-After`` (never a 500), ``/readyz`` says so, nothing a client was told is stored goes missing,
-and once the database is back everything works again.
+and once the database is back everything works again, the first requests after a restart included.
 
 The PostgreSQL server here is one of its own (``tests.support.database_outage``): it is stopped and restarted for
 real, with ``pg_ctl``, which no other test's server should suffer.
