@@ -73,6 +73,13 @@ class OutagePostgres:
         self._pg_ctl(options)
 
     def close(self) -> None:
+        # pgserver's own clean-up stops the postmaster it started, by pid; after a restart that one is gone and
+        # the new one would be left running, so pg_ctl stops whichever runs on the data directory first.
+        from pgserver.utils import PostmasterInfo
+
+        info = PostmasterInfo.read_from_pgdata(self.server.pgdata)
+        if info is not None and info.is_running():
+            self.stop()
         self.server.cleanup()
 
     def _pg_ctl(self, arguments: list[str]) -> None:
