@@ -7,10 +7,13 @@ Lifecycle: the application factory (or a CLI command) builds one engine with ``c
 SQLite is the embedded default: every connection switches on WAL (readers never block the writer), foreign keys,
 a busy timeout and secure delete (zeroed deleted rows; ``truncate_wal`` then empties the log, so an erasure reaches
 the disk), and transactions begin explicitly so that migrations are atomic and SAVEPOINTs work. Any other
-SQLAlchemy URL (PostgreSQL in production) is used as given. Its pool does not ping a connection before lending it
-(a round trip per transaction, on the database every worker shares); connections are recycled after
-``POOL_RECYCLE_S`` instead, and a connection found dead when used invalidates the pool, so a database restart costs
-one failed step per process, which the turn recovery or the client retries.
+SQLAlchemy URL (PostgreSQL in production) is used as given. Its pool pings a connection before lending it
+(SQLAlchemy's ``pool_pre_ping``) and recycles connections after ``POOL_RECYCLE_S``: after a database restart, every
+pooled connection is dead, and without the ping the first request on each would fail (reads and writes alike); with
+it, the pool replaces a dead connection before anything is sent on it, so nothing needs retrying by hand (a write
+retried after its outcome was lost could be stored twice). A connect that fails, or a connection that breaks
+mid-request (the database shutting down), still fails that one step: ``is_database_unavailable`` tells such an
+error from a bug, and the web layer answers it with 503 and ``Retry-After`` (``app.web.errors``).
 
 ``autocommit_step(session)`` starts a session's next step without a transaction on PostgreSQL: a read, or a single
 statement, then needs no BEGIN and COMMIT round trips. SQLite keeps its explicit transactions (their write lock is
@@ -33,6 +36,8 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.pool import StaticPool
 from sqlmodel import Session
 from starlette.requests import HTTPConnection
@@ -48,6 +53,10 @@ CONNECTION_ATTRIBUTE = "connection"
 MIGRATION_LOCK_KEY = 4_261_764_338
 # Below the idle timeouts of common proxies and firewalls between the app and its database.
 POOL_RECYCLE_S = 1_800
+# SQLite's result codes for "another connection holds the lock" (SQLITE_BUSY, SQLITE_LOCKED), which it returns once
+# the busy timeout has passed: the database is there but cannot take this step now. Other SQLite operational errors
+# (no such table, a syntax error) are bugs, not unavailability.
+SQLITE_BUSY_CODES = frozenset({5, 6})
 
 
 def is_sqlite_url(url: str) -> bool:
@@ -88,7 +97,7 @@ def _begin_sqlite_transaction(connection: Connection) -> None:
 def create_db_engine(url: str, *, echo: bool = False) -> Engine:
     """An engine for ``url``; for a SQLite file, its parent directory is created if missing."""
     if not is_sqlite_url(url):
-        return create_engine(url, echo=echo, pool_recycle=POOL_RECYCLE_S)
+        return create_engine(url, echo=echo, pool_recycle=POOL_RECYCLE_S, pool_pre_ping=True)
 
     connect_args: dict[str, Any] = {"check_same_thread": False}
     if _is_sqlite_memory(url):
@@ -119,6 +128,25 @@ def truncate_wal(engine: Engine) -> bool:
         return truncate_sqlite_wal(driver)
     finally:
         connection.close()
+
+
+def is_database_unavailable(error: BaseException) -> bool:
+    """Whether ``error`` says the database cannot be reached or cannot take the step now (worth retrying later),
+    rather than that the statement is wrong: a connection refused or broken, a server shutting down or out of
+    connections, a statement cancelled by a timeout, SQLite busy past its timeout, or no pooled connection free."""
+    if isinstance(error, PoolTimeoutError):
+        return True
+    if not isinstance(error, DBAPIError):
+        return False
+    if error.connection_invalidated:
+        return True
+    if not isinstance(error, OperationalError):
+        return False
+    code = getattr(error.orig, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in SQLITE_BUSY_CODES  # extended codes keep the primary code in their low byte
+    # psycopg files connection failures (SQLSTATE class 08), server shutdown (57P) and lack of resources (53) here.
+    return True
 
 
 def autocommit_step(session: Session) -> None:

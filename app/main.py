@@ -26,7 +26,7 @@ from app.services import ServiceOverrides, build_services
 from app.settings import Settings, get_settings
 from app.turns.context_engines import EngineFactory
 from app.turns.recall import MemorySection
-from app.web import admin_api, ops, widget_api, widget_pages
+from app.web import admin_api, errors, ops, widget_api, widget_pages
 from app.web.console import admin as console_admin
 from app.web.console import auth as console_auth
 from app.web.console import common as console_common
@@ -65,6 +65,7 @@ def create_app(
     # Swagger UI and ReDoc are served from local assets (app.web.ops), not FastAPI's CDN-backed pages.
     app = FastAPI(title="memdesk", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.add_exception_handler(RequestValidationError, validation_error_response)
+    errors.install(app)  # a database that is unavailable is a 503 with Retry-After on every route
     # The widget runs on the shop's pages, another origin: let it call the customer API (bearer tokens, no cookies).
     app.add_middleware(
         CORSMiddleware,

@@ -26,9 +26,13 @@ from app.infra.logs import logging_config
 from app.settings import Settings
 
 WORKER_APP_FACTORY = "app.main:create_worker_app"
-# How long the supervisor waits for a worker's answer to its health ping before it replaces the worker. A worker's
-# event loop answers in microseconds; a long pause means it is stuck.
-WORKER_HEALTHCHECK_TIMEOUT_S = 10
+# How long the supervisor waits for a worker's answer to its health ping before it kills the worker, and for a
+# replacement (SIGHUP) to finish its whole start-up. The answer comes from a thread, not the event loop, which the
+# worker starts once Python has re-run the `memdesk` script in the new process (kept light for this, see
+# ``app.cli``): about 1.3 s for two workers starting together on two busy cores. Building the app takes longer:
+# 30 s measured there, from spawn to "startup complete". A frozen process is noticed later with a long allowance;
+# a worker killed or a restart abandoned because the machine is busy would be worse.
+WORKER_HEALTHCHECK_TIMEOUT_S = 60
 
 
 @dataclass(frozen=True)

@@ -23,11 +23,12 @@
  * that is unreachable (no answer, a timeout, 5xx) from a lost session (401), a lost conversation (404), the rate
  * limit (429), a closed conversation (409) and a refused request (413, 422). An unreachable server marks the
  * connection lost ("reconnecting…" in the panel) and connect() is retried with one backoff (backoffDelay) until
- * the session, the history and the event stream are all back. While the panel is open on a visible page, a server
- * that stops answering without closing the stream is noticed by a light request after a short silence. The
- * browser's EventSource reconnects by itself and sends Last-Event-ID; when it gives up (an HTTP error) connect()
- * reopens it with ?since=<last id>. After every (re)connection the messages after the newest one shown are fetched,
- * which closes any gap; a resync event reloads the whole list. Messages typed while the connection is lost wait in
+ * the session, the history and the event stream are all back. A 503 is such a server too (it answers, but its
+ * database does not): no request leaves before its Retry-After has passed. While the panel is open on a visible
+ * page, a server that stops answering without closing the stream is noticed by a light request after a short
+ * silence. The browser's EventSource reconnects by itself and sends Last-Event-ID; when it gives up (an HTTP
+ * error) connect() reopens it with ?since=<last id>. After every (re)connection the messages after the newest one
+ * shown are fetched, which closes any gap; a resync event reloads the whole list. Messages typed while the connection is lost wait in
  * an outbox (kept in localStorage) and are sent in order, one at a time; after a failure whose outcome is unknown
  * the server's list is checked first, so a message that did arrive is never sent twice.
  *
@@ -56,6 +57,7 @@
   // Dots alone for longer than this read as a hung chat; the server answers or hands over by its turn deadline
   // (MEMDESK_TURN_DEADLINE_S), so until then the customer is told the assistant is still on it.
   const STILL_WORKING_AFTER_MS = 6000;
+  const SERVICE_UNAVAILABLE = 503; // the server is there but cannot serve now; its Retry-After says when to return
   const NEAR_BOTTOM_PX = 80;
   const INPUT_BORDER_PX = 2;
   const MAX_INLINE_DEPTH = 4;
@@ -216,6 +218,7 @@
     lostAt: 0,
     lastContact: 0, // when the server was last heard from (a response or an event)
     probing: false,
+    unavailableUntil: 0, // a 503's Retry-After: no request leaves before then (ms since the epoch)
     retryTimer: null,
     retryAttempt: 0,
     // Restored messages are "uncertain": the server's list is checked before sending them, in case the attempt
@@ -466,6 +469,10 @@
   }
 
   async function api(method, path, { body, anonymous = false, timeoutMs = REQUEST_TIMEOUT_MS } = {}) {
+    const unavailable = state.unavailableUntil - Date.now();
+    if (unavailable > 0) {
+      await new Promise((resolve) => setTimeout(resolve, unavailable));
+    }
     const authenticated = Boolean(state.token) && !anonymous;
     const headers = { Accept: "application/json" };
     if (body !== undefined) {
@@ -502,9 +509,11 @@
     }
     if (!response.ok) {
       const detail = typeof data?.detail === "string" ? data.detail : `HTTP ${response.status}`;
-      throw new ApiError("http", response.status, detail, {
-        retryAfter: retryAfterSeconds(response, detail), authenticated,
-      });
+      const retryAfter = retryAfterSeconds(response, detail);
+      if (response.status === SERVICE_UNAVAILABLE) {
+        state.unavailableUntil = Math.max(state.unavailableUntil, Date.now() + retryAfter * 1000);
+      }
+      throw new ApiError("http", response.status, detail, { retryAfter, authenticated });
     }
     return data;
   }

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.support.scripted_llm import ScriptedLLMServer
-from tests.support.servers import free_port, loopback_url, start_process, stop_process
+from tests.support.servers import READY_TIMEOUT_S, free_port, loopback_url, start_process, stop_process
 
 REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
 TEST_SECRET_KEY = "test-secret-key-0123456789-abcdefghijklmnop"
@@ -96,8 +96,9 @@ def serve_until_exit(work_dir: Path, settings: dict[str, str], *, timeout_s: flo
     )
 
 
-def start_serve(work_dir: Path, settings: dict[str, str]) -> ServeProcess:
-    """Start ``memdesk serve`` with ``settings`` (``MEMDESK_*`` names) and wait until it answers ``/healthz``."""
+def start_serve(work_dir: Path, settings: dict[str, str], *, timeout_s: float = READY_TIMEOUT_S) -> ServeProcess:
+    """Start ``memdesk serve`` with ``settings`` (``MEMDESK_*`` names) and wait until it answers ``/healthz`` (at
+    most ``timeout_s``)."""
     work_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     started = start_process(
@@ -106,6 +107,7 @@ def start_serve(work_dir: Path, settings: dict[str, str]) -> ServeProcess:
         url=f"{loopback_url(port)}/healthz",
         env=serve_environment(work_dir, port, settings),
         cwd=work_dir,
+        timeout_s=timeout_s,
     )
     return ServeProcess(process=started.process, url=loopback_url(port), log_path=started.log_path)
 

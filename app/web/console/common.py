@@ -17,7 +17,7 @@ names them, until the staff member's session ends.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from typing import Any
 
 from fastapi import APIRouter, FastAPI, HTTPException, Request, status
@@ -71,11 +71,11 @@ def after_action(request: Request, url: str, template: str | None = None, **cont
     return RedirectResponse(url, status_code=status.HTTP_303_SEE_OTHER)
 
 
-async def _console_error(request: Request, error: Exception) -> Response:
-    assert isinstance(error, ConsoleError)
+def error_page(request: Request, status_code: int, message: str, headers: Mapping[str, str] | None = None) -> Response:
+    """A console error as htmx's notice fragment, or as a whole error page for a plain browser request."""
     template = "_flash.html" if is_htmx(request) else "error.html"
-    response = page(request, template, status_code=error.status_code, message=error.detail, kind="error")
-    for name, value in (error.headers or {}).items():
+    response = page(request, template, status_code=status_code, message=message, kind="error")
+    for name, value in (headers or {}).items():
         response.headers[name] = value
     return response
 
@@ -99,6 +99,11 @@ class ConsoleRoute(APIRoute):
 def console_router(prefix: str = CONSOLE_PREFIX) -> APIRouter:
     """A router for console pages: ``ConsoleRoute`` routes, none in the API document."""
     return APIRouter(prefix=prefix, include_in_schema=False, route_class=ConsoleRoute)
+
+
+async def _console_error(request: Request, error: Exception) -> Response:
+    assert isinstance(error, ConsoleError)
+    return error_page(request, error.status_code, error.detail, error.headers)
 
 
 class ConsoleSecurityHeaders:

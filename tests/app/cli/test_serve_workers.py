@@ -4,6 +4,8 @@ that keep a single-process setup (SQLite) to one server."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -26,6 +28,8 @@ REFUSAL_TIMEOUT_S = 60.0
 WORKERS_GONE_TIMEOUT_S = 15.0
 PROCESS_LINE = re.compile(r'^memdesk_process\{pid="(\d+)"\} 1\.0$', re.MULTILINE)
 STATEMENT_LINE = re.compile(r'^memdesk_db_statements_total\{kind="(\w+)"\} ([0-9.e+]+)$', re.MULTILINE)
+# What a spawned worker must not import before it can answer its supervisor's health ping: seconds of CPU each.
+HEAVY_MODULES = ("mem0", "openai", "qdrant_client", "sqlalchemy", "fastapi", "onnxruntime")
 TURN_LINE = re.compile(r'^memdesk_turns_total\{outcome="answered"\} ([0-9.e+]+)$', re.MULTILINE)
 
 
@@ -184,3 +188,11 @@ def test_a_second_server_on_the_same_sqlite_data_is_refused_until_the_first_is_k
             second.stop(timeout_s=20)
     finally:
         first.ensure_stopped()
+
+
+def test_the_memdesk_script_imports_nothing_heavy_so_a_spawned_worker_answers_its_health_ping_at_once() -> None:
+    # Every worker of ``serve --workers N`` starts by re-running the ``memdesk`` script (multiprocessing's spawn), and
+    # only then answers the supervisor's ping: what the script's one import pulls in is what that costs.
+    probe = f"import sys; from app.cli import main; print(sorted(set({HEAVY_MODULES!r}) & set(sys.modules)))"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60)
+    assert result.stdout.strip() == "[]", result.stdout
