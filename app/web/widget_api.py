@@ -1,8 +1,8 @@
 """The customer API used by the chat widget: sessions, conversations, messages and live events.
 
 Every route but ``POST /sessions`` needs a visitor token, and a customer only ever reaches their own conversations:
-another customer's conversation id answers 404 exactly like a missing one. Customers and conversations are named by
-their random public ids; integer keys never leave the server.
+another customer's conversation id answers 404 exactly like a missing one. Customers, conversations and messages
+are named by their random public ids; integer keys never leave the server.
 
 On SQLite every transaction takes the write lock when it begins (``app.db``), and a ``SessionDep`` session is closed
 only after the response, on a worker thread the event loop has to schedule. The agent's turns run their short
