@@ -14,9 +14,9 @@ from tests.support.scripted_llm import ScriptedLLMServer
 from tests.support.serve_process import scripted_llm_settings, start_serve
 
 STREAMS = 3
-# Generous for a loaded 2-core machine (a stop takes about 4 s there, most of it after uvicorn has finished, in the process exit); a stop
-# that waited out uvicorn's graceful timeout and cancelled the streams would still fit, which is why the log is
-# checked too.
+# Generous for a loaded 2-core machine (a stop takes about 4 s there, most of it after uvicorn has finished, in
+# the process exit); a stop that waited out uvicorn's graceful timeout and cancelled the streams would still fit,
+# which is why the log is checked too.
 STOP_TIMEOUT_S = 15.0
 
 
