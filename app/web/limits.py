@@ -17,6 +17,8 @@ past even that is refused, as readably, by ``app.web.http_protocol``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Match
@@ -58,9 +60,9 @@ class RequestLimits:
             return
         if scope["method"] in _BODY_METHODS:
             body = await _read_body(receive, headers)
-            if body is None:
+            if isinstance(body, _Oversize):
                 too_large = _error(413, f"The request body is larger than {MAX_BODY_BYTES} bytes.")
-                if not await _drained(receive, headers):
+                if not (body.ended or await _drained(receive, headers)):
                     too_large.headers["Connection"] = "close"
                 await too_large(scope, receive, send)
                 return
@@ -115,11 +117,18 @@ def _declared_length(headers: Headers) -> int | None:
     return int(declared) if declared.isascii() and declared.isdigit() and len(declared) < 20 else None
 
 
-async def _read_body(receive: Receive, headers: Headers) -> bytes | None:
-    """The whole body, or None as soon as it is known to be over the limit."""
+@dataclass(frozen=True)
+class _Oversize:
+    """A body over the limit, and whether its end has been read already."""
+
+    ended: bool
+
+
+async def _read_body(receive: Receive, headers: Headers) -> bytes | _Oversize:
+    """The whole body, or ``_Oversize`` as soon as it is known to be over the limit."""
     declared = _declared_length(headers)
     if declared is not None and declared > MAX_BODY_BYTES:
-        return None
+        return _Oversize(ended=False)
     chunks: list[bytes] = []
     size = 0
     while True:
@@ -129,7 +138,7 @@ async def _read_body(receive: Receive, headers: Headers) -> bytes | None:
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > MAX_BODY_BYTES:
-            return None
+            return _Oversize(ended=not message.get("more_body", False))
         chunks.append(chunk)
         if not message.get("more_body", False):
             break

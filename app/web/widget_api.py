@@ -53,7 +53,7 @@ from app.web.deps import (
 )
 from app.web.errors import error_responses, stream_error_responses
 from app.web.event_streams import LastEventIdHeader, SinceQuery, reconnect_delay
-from app.web.input import SOME_VISIBLE_TEXT, FreeText, IdentifierText, StrictJSONRoute, validation_error
+from app.web.input import SOME_VISIBLE_TEXT, FreeText, IdentifierText, StrictJSONRoute
 
 router = APIRouter(
     prefix="/api/widget",
@@ -216,12 +216,13 @@ def list_messages(
 
 
 def _message_key(session: Session, conversation_key: int, public_id: str) -> int:
-    """The internal id of this conversation's message ``public_id``; a 422 for one it does not hold."""
+    """The internal id of this conversation's message ``public_id``; 404 for one it does not hold, like a missing
+    conversation: the widget only pages after a message it was shown, so the message is gone (erased) if not there."""
     statement = select(Message.id).where(Message.public_id == public_id, Message.conversation_id == conversation_key)
     key = session.exec(statement).first()
     if key is None:
         session.rollback()  # ends the read transaction (see the module docstring)
-        raise validation_error(("query", "after"), "No message of this conversation has this id.")
+        raise HTTPException(status.HTTP_404_NOT_FOUND, detail="No message of this conversation has this id.")
     return key
 
 
