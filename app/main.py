@@ -14,6 +14,7 @@ import logging
 import multiprocessing
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
@@ -34,6 +35,7 @@ from app.web.console import conversation as console_conversation
 from app.web.console import customer as console_customer
 from app.web.console import inbox as console_inbox
 from app.web.console import overview as console_overview
+from app.web.event_streams import END_STREAMS
 from app.web.input import validation_error_response
 from app.web.limits import RequestLimits
 
@@ -51,14 +53,14 @@ def create_app(
     seams = ServiceOverrides(gateway=gateway, engine_factory=engine_factory, memory_section=memory_section)
 
     @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, Any]]:
         services = await build_services(config, seams)
         services.metrics.count_statements(services.db)
         app.state.db = services.db
         app.state.services = services
         services.start()
         try:
-            yield
+            yield {END_STREAMS: services.broker.end_streams}  # for the server, as it starts to stop
         finally:
             await services.close()
 

@@ -212,7 +212,7 @@ def _run_uvicorn(settings: Settings, listener: Listener) -> None:
     import uvicorn  # the server stack is imported only by the command that serves
 
     from app.main import create_app
-    from app.web.limits import UVICORN_LIMITS
+    from app.web.http_protocol import UVICORN_CONFIG
 
     uvicorn.run(
         create_app(settings),
@@ -221,5 +221,5 @@ def _run_uvicorn(settings: Settings, listener: Listener) -> None:
         log_config=logging_config(settings),
         access_log=settings.access_log,
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
-        **UVICORN_LIMITS,
+        **UVICORN_CONFIG,
     )

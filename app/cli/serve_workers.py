@@ -78,7 +78,7 @@ def run_workers(settings: Settings, *, host: str, port: int, workers: int, grace
     from uvicorn.config import STARTUP_FAILURE
     from uvicorn.supervisors import Multiprocess
 
-    from app.web.limits import UVICORN_LIMITS
+    from app.web.http_protocol import UVICORN_CONFIG
 
     # The workers read their settings from the environment they inherit; a --database-url must reach them too.
     os.environ["MEMDESK_DATABASE_URL"] = settings.resolved_database_url
@@ -92,7 +92,7 @@ def run_workers(settings: Settings, *, host: str, port: int, workers: int, grace
         access_log=settings.access_log,
         timeout_graceful_shutdown=graceful_shutdown_s,
         timeout_worker_healthcheck=WORKER_HEALTHCHECK_TIMEOUT_S,
-        **UVICORN_LIMITS,
+        **UVICORN_CONFIG,
     )
     socket = config.bind_socket()
     supervisor = Multiprocess(config, sockets=[socket])

@@ -13,8 +13,10 @@ signed double-submit token: the same random value in a short-lived cookie and in
 than taken from a library because the token lives in the server-side session we already keep, which the
 double-submit-cookie libraries (starlette-csrf, fastapi-csrf-protect) do not use, and it is a few lines.
 
-Throttling. Failed sign-ins are counted per email and per client address in ``login_throttles``; past the limit
-within the window, that key is locked for the lockout time and sign-in answers 429 without checking the password.
+Throttling. Failed sign-ins are counted per email and per client address in ``login_throttles``. The failure that
+reaches a key's limit within the window is still answered as a wrong password, and locks the key for the lockout
+time: every attempt after it answers 429 without checking the password. So with limits 5 and 20, five wrong
+passwords for one email (or twenty from one address) are answered 401, and the next attempt is the first 429.
 A success clears the email's count (not the address's: one valid account must not reset an attacker's count).
 """
 
@@ -168,11 +170,11 @@ def locked_for(session: Session, keys: ThrottleKeys, *, now: datetime | None = N
     return longest
 
 
-def record_failure(session: Session, keys: ThrottleKeys, settings: Settings, *, now: datetime | None = None) -> bool:
-    """Count one failed sign-in on both keys (in the caller's transaction); True when one of them is now locked."""
+def record_failure(session: Session, keys: ThrottleKeys, settings: Settings, *, now: datetime | None = None) -> None:
+    """Count one failed sign-in on both keys (in the caller's transaction); a key whose count reaches its limit is
+    locked from the next attempt on."""
     moment = now or utc_now()
     window = timedelta(seconds=settings.console_login_window_s)
-    locked = False
     for key, limit in ((keys.email, keys.email_limit), (keys.address, keys.address_limit)):
         row = session.get(LoginThrottle, key) or LoginThrottle(key=key, window_started_at=moment)
         if moment - row.window_started_at > window:
@@ -181,9 +183,7 @@ def record_failure(session: Session, keys: ThrottleKeys, settings: Settings, *, 
         if row.failures >= limit:
             row.locked_until = moment + timedelta(seconds=settings.console_login_lockout_s)
             row.failures, row.window_started_at = 0, moment
-            locked = True
         session.add(row)
-    return locked
 
 
 def clear_failures(session: Session, keys: ThrottleKeys) -> None:

@@ -84,11 +84,12 @@ class LiveEntry:
     tool_line: ToolLine | None = None
 
 
-def live_entry(session: Session, conversation_id: int, message_id: int) -> LiveEntry | None:
+def live_entry(session: Session, conversation_id: int, message_public_id: str) -> LiveEntry | None:
+    """The entry of a message a live event announced (events name messages by their public id)."""
     found = session.exec(
         select(Message, StaffMember.name)
         .outerjoin(StaffMember, col(StaffMember.id) == col(Message.staff_id))
-        .where(col(Message.id) == message_id, col(Message.conversation_id) == conversation_id)
+        .where(col(Message.public_id) == message_public_id, col(Message.conversation_id) == conversation_id)
     ).first()
     if found is None:
         return None
@@ -99,7 +100,7 @@ def live_entry(session: Session, conversation_id: int, message_id: int) -> LiveE
         select(Message)
         .where(
             col(Message.conversation_id) == conversation_id,
-            col(Message.id) < message_id,
+            col(Message.id) < (message.id or 0),
             col(Message.role) == MessageRole.ASSISTANT,
         )
         .order_by(col(Message.id).desc())

@@ -97,6 +97,14 @@ class EventBroker:
             self._console.history.clear()
             self._console.history.extend(kept)
 
+    def end_streams(self) -> None:
+        """End every open subscription, the console's included (the server is stopping); each stream's client
+        sees its response end and reconnects with its last event id."""
+        for channel in (*self._channels.values(), self._console):
+            for queue in list(channel.subscribers):
+                _close_queue(queue)
+            channel.subscribers.clear()
+
     def publish(self, conversation_id: int, type: str, data: dict[str, Any]) -> Event:
         channel = self._channel(conversation_id)
         channel.sequence += 1

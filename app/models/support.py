@@ -26,6 +26,7 @@ EXTERNAL_ID_LENGTH = 128
 TOOL_CALL_ID_LENGTH = 128
 CUSTOMER_ID_PREFIX = "cus"
 CONVERSATION_ID_PREFIX = "cnv"
+MESSAGE_ID_PREFIX = "msg"
 # SQLite hands a deleted row's id to the next insert unless the table uses AUTOINCREMENT; these ids key live state
 # (event streams, context engines), so they must never come back.
 NEVER_REUSE_IDS = {"sqlite_autoincrement": True}
@@ -37,6 +38,10 @@ def new_customer_public_id() -> str:
 
 def new_conversation_public_id() -> str:
     return new_public_id(CONVERSATION_ID_PREFIX)
+
+
+def new_message_public_id() -> str:
+    return new_public_id(MESSAGE_ID_PREFIX)
 
 
 class ConversationStatus(StrEnum):
@@ -144,10 +149,18 @@ class MessageBase(SQLModel):
 
 class Message(MessageBase, table=True):
     __tablename__ = "messages"
-    # Transcripts are always read in id order within one conversation.
-    __table_args__ = (sa.Index("ix_messages_conversation_id_id", "conversation_id", "id"), NEVER_REUSE_IDS)
+    __table_args__ = (
+        # Transcripts are always read in id order within one conversation.
+        sa.Index("ix_messages_conversation_id_id", "conversation_id", "id"),
+        sa.Index("ix_messages_public_id", "public_id", unique=True),
+        NEVER_REUSE_IDS,
+    )
 
     id: int | None = Field(default=None, primary_key=True)
+    # What the widget's API and events name the message by. Random rather than an encoding of ``id``: a keyed
+    # encoding would still be one secret away from the message count and order, and would change with the key; a
+    # stored random id tells nothing, and the paging cursor finds its row through the unique index.
+    public_id: str = Field(default_factory=new_message_public_id, max_length=PUBLIC_ID_LENGTH)
     conversation_id: int = Field(foreign_key="conversations.id", ondelete="CASCADE")
     staff_id: int | None = Field(default=None, foreign_key="staff_members.id", ondelete="SET NULL")
     created_at: datetime = Field(default_factory=utc_now)
@@ -182,9 +195,10 @@ def _index_for_compaction(mapper: Any, connection: Any, message: Message) -> Non
 
 class MessagePublic(SQLModel):
     """A message as the API and the live events show it; ``customer_visible`` is the one rule for what a customer
-    may see: their own and the replies' text, never private notes, tool traffic or empty assistant turns."""
+    may see: their own and the replies' text, never private notes, tool traffic or empty assistant turns. It is
+    named by its random public id (the integer key would tell how many messages the desk has stored)."""
 
-    id: int
+    id: str = Field(description="The message's public id")
     conversation_id: str = Field(description="The conversation's public id")
     role: MessageRole
     author: MessageAuthor
@@ -196,9 +210,8 @@ class MessagePublic(SQLModel):
 
     @classmethod
     def of(cls, message: Message, *, conversation_public_id: str, staff_name: str | None = None) -> MessagePublic:
-        assert message.id is not None
         return cls(
-            id=message.id,
+            id=message.public_id,
             conversation_id=conversation_public_id,
             role=message.role,
             author=message.author,

@@ -19,7 +19,9 @@
  * follows its server-sent events (message.created, message.delta, typing, conversation.status, resync).
  *
  * Resilience: every message and event carries an id. Messages are rendered once per id, so replays and reloads
- * never duplicate anything. Every failed request goes through one function, handleFailure, which tells a server
+ * never duplicate anything. Message ids are opaque (random strings that say nothing of order): the log keeps the
+ * order the server gives, a message from a list goes right after the one before it in that list, and a live one
+ * goes last. Every failed request goes through one function, handleFailure, which tells a server
  * that is unreachable (no answer, a timeout, 5xx) from a lost session (401), a lost conversation (404), the rate
  * limit (429), a closed conversation (409) and a refused request (413, 422). An unreachable server marks the
  * connection lost ("reconnecting…" in the panel) and connect() is retried with one backoff (backoffDelay) until
@@ -28,9 +30,10 @@
  * page, a server that stops answering without closing the stream is noticed by a light request after a short
  * silence. The browser's EventSource reconnects by itself and sends Last-Event-ID; when it gives up (an HTTP
  * error) connect() reopens it with ?since=<last id>. After every (re)connection the messages after the newest one
- * shown are fetched, which closes any gap; a resync event reloads the whole list. Messages typed while the connection is lost wait in
- * an outbox (kept in localStorage) and are sent in order, one at a time; after a failure whose outcome is unknown
- * the server's list is checked first, so a message that did arrive is never sent twice.
+ * shown are fetched (?after=<its id>), which closes any gap; a resync event reloads the whole list. Messages typed
+ * while the connection is lost wait in an outbox (kept in localStorage) and are sent in order, one at a time;
+ * after a failure whose outcome is unknown the server's list is checked first, so a message that did arrive is
+ * never sent twice.
  *
  * Safety: customer text is only ever set with textContent. Bot and staff replies go through renderMarkdown, which
  * builds DOM nodes from a few Markdown constructs and never parses HTML; links must be http(s) or mailto.
@@ -180,7 +183,7 @@
       conversationId: state.conversationId,
       open: state.open,
       outbox: state.outbox.map(({ localId, text, afterId, state: itemState, handoff }) => ({
-        localId, text, afterId, state: itemState, handoff,
+        localId, text, afterId: afterId === AFTER_HISTORY ? 0 : afterId, state: itemState, handoff,
       })),
     };
     const raw = JSON.stringify(record);
@@ -189,6 +192,18 @@
     } catch {
       memoryStore.set(storageKey, raw);
     }
+  }
+
+  // An outbox item remembers the newest message shown when it was typed (null: none). An item saved by an older
+  // widget, which numbered messages, may match only what arrives once the history is loaded: it may be sent twice,
+  // but a message the customer typed is never taken for an older one with the same text and dropped.
+  const AFTER_HISTORY = { afterHistory: true };
+
+  function storedAfterId(value) {
+    if (value === null || typeof value === "string") {
+      return value;
+    }
+    return AFTER_HISTORY;
   }
 
   let stored = loadStored();
@@ -206,7 +221,6 @@
     fatal: false, // identity refused: nothing more to try
     rendered: new Map(), // message id -> element
     claimed: new Set(), // server message ids that confirmed an outbox item
-    maxId: 0,
     lastEventId: null,
     stream: null,
     streamOpen: false,
@@ -224,8 +238,8 @@
     // Restored messages are "uncertain": the server's list is checked before sending them, in case the attempt
     // before the reload arrived, or another tab of this site sent them meanwhile.
     outbox: (Array.isArray(stored.outbox) ? stored.outbox : []).map((item) => ({
-      localId: item.localId, text: String(item.text), afterId: item.afterId || 0, state: "uncertain", element: null,
-      handoff: item.handoff === true,
+      localId: item.localId, text: String(item.text), afterId: storedAfterId(item.afterId), state: "uncertain",
+      element: null, handoff: item.handoff === true,
     })),
     flushing: false,
     flushTimer: null,
@@ -694,27 +708,39 @@
   }
 
   function isVisible(message) {
-    return typeof message?.id === "number" && !message.private &&
+    return typeof message?.id === "string" && message.id !== "" && !message.private &&
       (message.role === "user" || message.role === "assistant") && String(message.content ?? "").trim() !== "";
   }
 
-  function addMessage(message) {
+  function newestId() {
+    return log.lastElementChild?.getAttribute("data-id") ?? null;
+  }
+
+  // The element a message goes before: after `previous`, the message before it in a list from the server (null: it
+  // is the list's first, so it goes first), or last when `previous` is undefined (a live message).
+  function insertionPoint(previous) {
+    if (previous === undefined) {
+      return null;
+    }
+    if (previous === null) {
+      return log.firstElementChild;
+    }
+    const anchor = state.rendered.get(previous);
+    return anchor ? anchor.nextElementSibling : null;
+  }
+
+  function addMessage(message, previous = undefined) {
     if (!isVisible(message) || state.rendered.has(message.id)) {
       return;
     }
+    const before = insertionPoint(previous);
     if (message.author === "customer") {
-      confirmOutbox(message);
+      confirmOutbox(message, before);
     }
     const wasNearBottom = nearBottom();
     const element = messageElement(message);
     state.rendered.set(message.id, element);
-    let before = null;
-    if (message.id < state.maxId) { // a gap being filled: keep id order
-      const later = Array.from(state.rendered.keys()).filter((id) => id > message.id);
-      before = later.length ? state.rendered.get(Math.min(...later)) : null;
-    }
     log.insertBefore(element, before);
-    state.maxId = Math.max(state.maxId, message.id);
     if (state.loaded && !state.open && message.author !== "customer") {
       state.unread += 1;
       updateLauncher();
@@ -722,11 +748,21 @@
     keepScrolled(wasNearBottom || message.author === "customer");
   }
 
+  // Messages in the server's order; `previous` is the id of the one before the first (null: the list is complete).
+  function addMessages(messages, previous = null) {
+    let previousId = previous;
+    for (const message of messages ?? []) {
+      addMessage(message, previousId);
+      if (state.rendered.has(message.id)) {
+        previousId = message.id;
+      }
+    }
+  }
+
   function clearMessages() {
     log.replaceChildren();
     state.rendered.clear();
     state.claimed.clear();
-    state.maxId = 0;
     clearDraft();
   }
 
@@ -807,14 +843,30 @@
     saveStored();
   }
 
+  // Whether a message about to go before `before` (null: last) comes after the message `afterId` of an outbox item.
+  function landsAfter(afterId, before) {
+    if (afterId === null) {
+      return true; // nothing was shown when the item was typed
+    }
+    if (afterId === AFTER_HISTORY) {
+      return state.loaded;
+    }
+    const anchor = state.rendered.get(afterId);
+    if (!anchor) {
+      return false; // not shown yet: the history is still loading, up to it
+    }
+    return before === null || (anchor !== before &&
+      Boolean(anchor.compareDocumentPosition(before) & Node.DOCUMENT_POSITION_FOLLOWING));
+  }
+
   // A customer message from the server may be one the outbox is unsure about (the answer to its POST was lost).
-  function confirmOutbox(message) {
+  function confirmOutbox(message, before) {
     if (state.claimed.has(message.id)) {
       return;
     }
     const text = String(message.content).trim();
     const match = state.outbox.find((item) => item.state !== "queued" && item.text.trim() === text &&
-      message.id > item.afterId);
+      landsAfter(item.afterId, before));
     if (match) {
       state.claimed.add(message.id);
       dropFromOutbox(match);
@@ -823,7 +875,7 @@
 
   function queueMessage(text, handoff = false) {
     const item = { localId: Date.now().toString(36) + Math.random().toString(36).slice(2, 8), text,
-      afterId: state.maxId, state: "queued", element: null, handoff };
+      afterId: newestId(), state: "queued", element: null, handoff };
     state.outbox.push(item);
     saveStored();
     renderPending(item);
@@ -1127,8 +1179,7 @@
   }
 
   async function loadHistory() {
-    const messages = await api("GET", `${conversationPath()}/messages`);
-    (messages ?? []).forEach(addMessage);
+    addMessages(await api("GET", `${conversationPath()}/messages`));
     state.loaded = true;
     keepScrolled(true);
   }
@@ -1153,8 +1204,9 @@
     if (!state.conversationId) {
       return;
     }
-    const messages = await api("GET", `${conversationPath()}/messages?after_id=${state.maxId}`, { timeoutMs });
-    (messages ?? []).forEach(addMessage);
+    const newest = newestId();
+    const query = newest === null ? "" : `?after=${encodeURIComponent(newest)}`;
+    addMessages(await api("GET", `${conversationPath()}/messages${query}`, { timeoutMs }), newest);
   }
 
   function start() {
@@ -1257,8 +1309,7 @@
   async function resync() {
     clearDraft();
     try {
-      const messages = await api("GET", `${conversationPath()}/messages`);
-      (messages ?? []).forEach(addMessage);
+      addMessages(await api("GET", `${conversationPath()}/messages`));
       await refreshStatus();
     } catch (error) {
       reportFailure(error);

@@ -8,6 +8,10 @@ a client that has the response headers misses no event, and FastAPI closes it on
 ended (the client went away, the broker ended it, the server stopped).
 
 A stream starts with ``reconnect_delay``: how long EventSource waits before it reconnects with ``Last-Event-ID``.
+
+When the server stops, the broker ends every open subscription (``END_STREAMS``, the key of
+``EventBroker.end_streams`` in the app's lifespan state, which ``app.web.http_protocol`` calls), so each stream ends
+like one the broker closed, and nothing is left for the server to cancel.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from fastapi import Header, Query
 from fastapi.sse import ServerSentEvent
 
 RECONNECT_MS = 2_000
+END_STREAMS = "memdesk.end_streams"
 MAX_EVENT_ID_CHARS = 64
 
 LastEventIdHeader = Annotated[str | None, Header(max_length=MAX_EVENT_ID_CHARS)]

@@ -3,16 +3,21 @@
 - A request line longer than ``MAX_URL_BYTES`` is a 414; headers over ``MAX_HEADER_BYTES`` in all, or more than
   ``MAX_HEADER_COUNT`` of them, a 431; a body over ``MAX_BODY_BYTES`` a 413. Bodies are read up to that limit before
   the route runs, whether the client sent a ``Content-Length`` or chunks.
+- Before the 413, the rest of the body is read and thrown away, up to ``OVERSIZE_DRAIN_BYTES`` more: clients send
+  their whole body before they read the answer, and a connection closed on unread bytes is reset, which destroys
+  the answer. A body that ends within that gets its 413 on a connection that stays usable; a longer one (or one
+  announced longer by its ``Content-Length``, or waiting for ``100 Continue``) gets it with ``Connection: close``,
+  and a client still sending then may see the reset instead: that is where the server stops listening.
 - ``OPTIONS`` on a known path (that is not a CORS preflight, which ``CORSMiddleware`` answers) is a 204 whose
   ``Allow`` lists every method of the path; a 405 gets the same complete ``Allow`` header.
 
-uvicorn parses requests before this runs; ``UVICORN_LIMITS`` makes its own header buffer larger than these limits, so
-a client past them gets the clear status code from here rather than uvicorn's bare 400.
+uvicorn parses requests before this runs; its h11 buffer for a request head is larger than these limits, and a head
+past even that is refused, as readably, by ``app.web.http_protocol``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.responses import JSONResponse, Response
@@ -23,8 +28,9 @@ MAX_URL_BYTES = 8 * 1024
 MAX_HEADER_BYTES = 16 * 1024
 MAX_HEADER_COUNT = 100
 MAX_BODY_BYTES = 256 * 1024
-# h11's buffer for a request line plus headers; above both limits so that they, not h11, answer.
-UVICORN_LIMITS: dict[str, Any] = {"h11_max_incomplete_event_size": 64 * 1024}
+# How much more of a refused request is read and thrown away so that its client reads the refusal (see above):
+# reading costs the server only bandwidth, and the bound keeps anyone from streaming into it for ever.
+OVERSIZE_DRAIN_BYTES = 16 * 1024 * 1024
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
 
@@ -54,8 +60,10 @@ class RequestLimits:
             return
         if scope["method"] in _BODY_METHODS:
             body = await _read_body(receive, headers)
-            if body is None:
+            if isinstance(body, _Oversize):
                 too_large = _error(413, f"The request body is larger than {MAX_BODY_BYTES} bytes.")
+                if not (body.ended or await _drained(receive, headers)):
+                    too_large.headers["Connection"] = "close"
                 await too_large(scope, receive, send)
                 return
             receive = _replay(body, receive)
@@ -104,11 +112,23 @@ class RequestLimits:
         return send_with_allow
 
 
-async def _read_body(receive: Receive, headers: Headers) -> bytes | None:
-    """The whole body, or None as soon as it is known to be over the limit."""
+def _declared_length(headers: Headers) -> int | None:
     declared = headers.get("content-length", "")
-    if declared.isascii() and declared.isdigit() and len(declared) < 20 and int(declared) > MAX_BODY_BYTES:
-        return None
+    return int(declared) if declared.isascii() and declared.isdigit() and len(declared) < 20 else None
+
+
+@dataclass(frozen=True)
+class _Oversize:
+    """A body over the limit, and whether its end has been read already."""
+
+    ended: bool
+
+
+async def _read_body(receive: Receive, headers: Headers) -> bytes | _Oversize:
+    """The whole body, or ``_Oversize`` as soon as it is known to be over the limit."""
+    declared = _declared_length(headers)
+    if declared is not None and declared > MAX_BODY_BYTES:
+        return _Oversize(ended=False)
     chunks: list[bytes] = []
     size = 0
     while True:
@@ -118,11 +138,29 @@ async def _read_body(receive: Receive, headers: Headers) -> bytes | None:
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > MAX_BODY_BYTES:
-            return None
+            return _Oversize(ended=not message.get("more_body", False))
         chunks.append(chunk)
         if not message.get("more_body", False):
             break
     return b"".join(chunks)
+
+
+async def _drained(receive: Receive, headers: Headers) -> bool:
+    """Read and throw away the rest of an oversize body; True when it ended within ``OVERSIZE_DRAIN_BYTES``."""
+    declared = _declared_length(headers)
+    if declared is not None and declared > MAX_BODY_BYTES + OVERSIZE_DRAIN_BYTES:
+        return False
+    if declared is not None and declared > MAX_BODY_BYTES and headers.get("expect", "").lower() == "100-continue":
+        return False  # the client waits to be asked for its body, and is not asked: it never sends it
+    discarded = 0
+    while discarded <= OVERSIZE_DRAIN_BYTES:
+        message = await receive()
+        if message["type"] != "http.request":
+            return False  # the client went away
+        discarded += len(message.get("body", b""))
+        if not message.get("more_body", False):
+            return discarded <= OVERSIZE_DRAIN_BYTES
+    return False
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

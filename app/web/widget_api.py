@@ -1,8 +1,8 @@
 """The customer API used by the chat widget: sessions, conversations, messages and live events.
 
 Every route but ``POST /sessions`` needs a visitor token, and a customer only ever reaches their own conversations:
-another customer's conversation id answers 404 exactly like a missing one. Customers and conversations are named by
-their random public ids; integer keys never leave the server.
+another customer's conversation id answers 404 exactly like a missing one. Customers, conversations and messages
+are named by their random public ids; integer keys never leave the server.
 
 On SQLite every transaction takes the write lock when it begins (``app.db``), and a ``SessionDep`` session is closed
 only after the response, on a worker thread the event loop has to schedule. The agent's turns run their short
@@ -53,7 +53,7 @@ from app.web.deps import (
 )
 from app.web.errors import error_responses, stream_error_responses
 from app.web.event_streams import LastEventIdHeader, SinceQuery, reconnect_delay
-from app.web.input import SOME_VISIBLE_TEXT, DatabaseInt, FreeText, IdentifierText, StrictJSONRoute
+from app.web.input import SOME_VISIBLE_TEXT, FreeText, IdentifierText, StrictJSONRoute
 
 router = APIRouter(
     prefix="/api/widget",
@@ -194,19 +194,36 @@ def list_messages(
     conversation_id: ConversationRef,
     visitor: VisitorDep,
     session: SessionDep,
-    after_id: Annotated[DatabaseInt, Query(description="Only messages after this message id")] = 0,
+    after: Annotated[
+        str | None,
+        Query(max_length=MAX_PUBLIC_ID_CHARS, description="Only the messages after this one (a message's id)"),
+    ] = None,
 ) -> list[MessagePublic]:
+    """The conversation's messages in the order they were stored, all of them or those after ``after``."""
     conversation = _own_conversation(session, visitor, conversation_id)
+    assert conversation.id is not None
+    after_key = 0 if after is None else _message_key(session, conversation.id, after)
     statement = (
         select(Message, StaffMember.name)
         .outerjoin(StaffMember, col(StaffMember.id) == col(Message.staff_id))
-        .where(Message.conversation_id == conversation.id, col(Message.id) > after_id)
+        .where(Message.conversation_id == conversation.id, col(Message.id) > after_key)
         .order_by(col(Message.id))
     )
     rows = session.exec(statement).all()
     session.commit()
     public = [MessagePublic.of(m, conversation_public_id=conversation_id, staff_name=name) for m, name in rows]
     return [message for message in public if message.customer_visible]
+
+
+def _message_key(session: Session, conversation_key: int, public_id: str) -> int:
+    """The internal id of this conversation's message ``public_id``; 404 for one it does not hold, like a missing
+    conversation: the widget only pages after a message it was shown, so the message is gone (erased) if not there."""
+    statement = select(Message.id).where(Message.public_id == public_id, Message.conversation_id == conversation_key)
+    key = session.exec(statement).first()
+    if key is None:
+        session.rollback()  # ends the read transaction (see the module docstring)
+        raise HTTPException(status.HTTP_404_NOT_FOUND, detail="No message of this conversation has this id.")
+    return key
 
 
 @router.post(

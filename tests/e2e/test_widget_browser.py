@@ -79,12 +79,13 @@ def log_texts(visitor: Visitor) -> list[str]:
     return texts
 
 
-def log_ids(visitor: Visitor) -> list[int]:
+def log_ids(visitor: Visitor) -> list[str]:
+    """The message ids of the widget's log, top to bottom (the messages' public ids)."""
     ids: list[str] = visitor.page.evaluate(
         "() => [...document.querySelector('#memdesk-widget').shadowRoot.querySelectorAll('.log .msg')]"
         ".map(e => e.dataset.id)"
     )
-    return [int(i) for i in ids]
+    return ids
 
 
 def visible_transcript(live: LiveApp, conversation_id: int) -> list[Message]:
@@ -182,11 +183,11 @@ def test_a_stream_cut_mid_reply_resumes_without_losing_or_duplicating_anything(
     assert all(final.startswith(draft) for draft in drafts), "a resumed draft repeated or skipped text"
     assert max(map(len, drafts)) > shown_at_cut, "the draft did not continue after the reconnection"
     conversation_id = conversation_of(live, "A long answer please")
-    assert log_ids(visitor) == [m.id for m in visible_transcript(live, conversation_id)]
+    assert log_ids(visitor) == [m.public_id for m in visible_transcript(live, conversation_id)]
 
     visitor.send("Thanks, and one more question")
     visitor.page.get_by_text("Scripted reply to: Thanks, and one more question").wait_for()
-    assert log_ids(visitor) == [m.id for m in visible_transcript(live, conversation_id)]
+    assert log_ids(visitor) == [m.public_id for m in visible_transcript(live, conversation_id)]
     assert len(set(log_ids(visitor))) == 4
     visitor.widget(".alert").wait_for(state="hidden")
 
@@ -216,7 +217,7 @@ def test_when_the_browser_gives_up_on_the_stream_the_widget_reconnects_with_sinc
     # First the browser's own retry (it sends Last-Event-ID, which interception does not show), then the widget's.
     assert attempts[0] is None and attempts[1] is not None
     conversation_id = conversation_of(live, "First question")
-    assert log_ids(visitor) == [m.id for m in visible_transcript(live, conversation_id)]
+    assert log_ids(visitor) == [m.public_id for m in visible_transcript(live, conversation_id)]
     assert len(log_ids(visitor)) == 4
 
 
@@ -242,7 +243,7 @@ def test_messages_typed_while_the_server_is_unreachable_are_queued_and_sent_once
     assert visitor.widget(".msg--pending").count() == 0
     customer_texts = [m.content for m in visible_transcript(live, conversation_id) if m.role == MessageRole.USER]
     assert customer_texts == ["Before the outage", "Typed while offline, one", "Typed while offline, two"]
-    assert log_ids(visitor) == [m.id for m in visible_transcript(live, conversation_id)]
+    assert log_ids(visitor) == [m.public_id for m in visible_transcript(live, conversation_id)]
     visitor.widget(".alert").wait_for(state="hidden")
 
 

@@ -77,7 +77,7 @@ def test_mid_conversation_a_lost_server_shows_reconnecting_and_the_chat_recovers
     assert visitor.widget(".panel").get_attribute("data-connection") is None
     visitor.send(f"Hello after the {outage} outage")
     visitor.page.get_by_text(f"Scripted reply to: Hello after the {outage} outage").wait_for()
-    assert log_ids(visitor) == [m.id for m in visible_transcript(live, conversation_id)]
+    assert log_ids(visitor) == [m.public_id for m in visible_transcript(live, conversation_id)]
     assert len(log_ids(visitor)) == 4 and visitor.widget(".msg--pending").count() == 0
     assert visitor.errors == []
 

@@ -22,7 +22,7 @@ from app.main import create_app
 from app.models import Conversation, Customer, Message, Order, OrderStatus
 from app.services import Services
 from app.settings import Settings
-from app.web.limits import UVICORN_LIMITS
+from app.web.http_protocol import UVICORN_CONFIG
 from tests.support.servers import app_in_thread
 
 IDENTITY_SECRET = "shop-identity-secret-for-tests"
@@ -141,7 +141,7 @@ def add_customer_with_order(
 def run_live_app(settings: Settings, **app_options: Any) -> Iterator[LiveApp]:
     """Start memdesk with ``settings``; yields once it answers, stops it afterwards."""
     app = create_app(settings, **app_options)
-    with app_in_thread(app, timeout_s=STARTUP_TIMEOUT_S, timeout_graceful_shutdown=5, **UVICORN_LIMITS) as url:
+    with app_in_thread(app, timeout_s=STARTUP_TIMEOUT_S, timeout_graceful_shutdown=5, **UVICORN_CONFIG) as url:
         live = LiveApp(url=url, app=app, settings=settings)
         try:
             yield live

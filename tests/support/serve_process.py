@@ -38,10 +38,10 @@ class ServeProcess:
         self.process.send_signal(signal.SIGKILL)
         self.process.wait(timeout=10)
 
-    def stop(self, *, timeout_s: float) -> float:
-        """SIGTERM (what a service manager sends); returns the seconds until the process was gone."""
+    def stop(self, *, timeout_s: float, stop_signal: signal.Signals = signal.SIGTERM) -> float:
+        """SIGTERM (what a service manager sends; SIGINT is Ctrl-C); returns the seconds until the process was gone."""
         started = time.monotonic()
-        self.process.send_signal(signal.SIGTERM)
+        self.process.send_signal(stop_signal)
         try:
             self.process.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:

@@ -106,9 +106,9 @@ def _attempt(
             member = None
         matches, new_hash = verify_password(password, member.password_hash if member and member.active else None)
         if not matches or member is None:
-            locked = auth.record_failure(session, keys, settings)
+            auth.record_failure(session, keys, settings)  # the attempt that reaches the limit is still a 401
             session.commit()
-            return ("locked" if locked else "failed"), None, settings.console_login_lockout_s if locked else None
+            return "failed", None, None
         auth.clear_failures(session, keys)
         if new_hash is not None:
             member.password_hash = new_hash

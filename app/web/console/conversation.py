@@ -152,7 +152,7 @@ async def conversation_events(
     subscription: ConversationSubscriptionDep, db: DbDep, still_signed_in: SignedInCheckDep, staff: WorkerDep
 ) -> AsyncIterator[ServerSentEvent]:
     async def frame(event: Event) -> ServerSentEvent | None:
-        if event.type == "message.created" and isinstance(event.data.get("id"), int):
+        if event.type == "message.created" and isinstance(event.data.get("id"), str):
             html = await anyio.to_thread.run_sync(_rendered_entry, db, staff, event.conversation_id, event.data["id"])
             return console_event(event, "transcript", html) if html else None
         if event.type in STATE_EVENTS:
@@ -165,9 +165,9 @@ async def conversation_events(
         yield sent
 
 
-def _rendered_entry(db: Engine, staff: Staff, conversation_id: int, message_id: int) -> str | None:
+def _rendered_entry(db: Engine, staff: Staff, conversation_id: int, message_public_id: str) -> str | None:
     with Session(db) as session:
-        entry = live_entry(session, conversation_id, message_id)
+        entry = live_entry(session, conversation_id, message_public_id)
         session.commit()
     if entry is None:
         return None

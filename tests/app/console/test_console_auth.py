@@ -13,6 +13,7 @@ from sqlmodel import Session
 from app.console import staff as staff_accounts
 from app.console.auth import SESSION_COOKIE
 from app.models import StaffMember, StaffRole
+from app.settings import CONSOLE_LOGIN_FAILURES_PER_ADDRESS, CONSOLE_LOGIN_FAILURES_PER_EMAIL
 from tests.support.console_support import (
     STAFF_PASSWORD,
     StaffClient,
@@ -91,7 +92,7 @@ def test_a_wrong_password_is_rejected_without_saying_which_part_was_wrong(consol
 def test_repeated_failures_lock_the_email_even_for_the_right_password(console: LiveApp) -> None:
     make_staff(console, "sam@example.com", StaffRole.AGENT)
     codes = [StaffClient(console, "sam@example.com", f"guess number {n}").sign_in_response for n in range(3)]
-    assert [r.status_code for r in codes] == [401, 401, 429]
+    assert [r.status_code for r in codes] == [401, 401, 401]
     locked = StaffClient(console, "sam@example.com")
     assert locked.sign_in_response.status_code == 429
     assert "Too many failed sign-ins" in locked.sign_in_response.text
@@ -99,6 +100,23 @@ def test_repeated_failures_lock_the_email_even_for_the_right_password(console: L
     make_staff(console, "kim@example.com", StaffRole.AGENT)
     assert StaffClient(console, "kim@example.com").sign_in_response.status_code == 303  # other emails still work
     assert "console.login_locked" in [e.action for e in audit_actions(console)]
+
+
+def test_the_default_limits_answer_five_wrong_passwords_per_email_and_twenty_per_address_then_lock(
+    tmp_path: Path, scripted_server: ScriptedLLMServer
+) -> None:
+    """The README's counts: the 5th failure on an email and the 20th from an address are still 401s; the attempt
+    after each is the first 429."""
+    assert (CONSOLE_LOGIN_FAILURES_PER_EMAIL, CONSOLE_LOGIN_FAILURES_PER_ADDRESS) == (5, 20)
+    for live in console_app(tmp_path, scripted_server):
+        make_staff(live, "sam@example.com", StaffRole.AGENT)
+        per_email = [StaffClient(live, "sam@example.com", f"guess {n}").sign_in_response.status_code for n in range(6)]
+        assert per_email == [401] * 5 + [429]
+        # Five failures so far from this address (a locked attempt is not one); fifteen more make twenty.
+        others = [StaffClient(live, f"x{n}@example.com", "wrong").sign_in_response.status_code for n in range(15)]
+        assert others == [401] * 15
+        make_staff(live, "kim@example.com", StaffRole.AGENT)
+        assert StaffClient(live, "kim@example.com").sign_in_response.status_code == 429  # the 21st attempt
 
 
 def test_repeated_failures_from_one_address_lock_every_email(console: LiveApp) -> None:

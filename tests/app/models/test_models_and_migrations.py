@@ -43,7 +43,7 @@ from app.models import (
     segment_title,
 )
 
-HEAD = "0012_message_search"
+HEAD = "0013_message_public_id"
 SessionDep = Annotated[Session, Depends(get_session)]
 ALL_TABLES = {
     "staff_members", "audit_events", "customers", "conversations", "messages", "context_segments", "compactions",

@@ -54,10 +54,15 @@ def test_huge_ids_in_paths_are_not_found(visitor: tuple[httpx.Client, str], url:
     assert client.get(url).status_code == 404
 
 
-@pytest.mark.parametrize("after_id", [HUGE, "-1", "1e3", "NaN"])
-def test_out_of_range_cursors_are_validation_errors(visitor: tuple[httpx.Client, str], after_id: str) -> None:
+@pytest.mark.parametrize("after", [HUGE, "-1", "1e3", "NaN", "msg_\u00e9"])
+def test_cursors_naming_no_message_are_not_found(visitor: tuple[httpx.Client, str], after: str) -> None:
     client, conversation = visitor
-    _assert_validation_error(client.get(f"/api/widget/conversations/{conversation}/messages?after_id={after_id}"))
+    assert client.get(f"/api/widget/conversations/{conversation}/messages", params={"after": after}).status_code == 404
+
+
+def test_an_oversized_cursor_is_a_validation_error(visitor: tuple[httpx.Client, str]) -> None:
+    client, conversation = visitor
+    _assert_validation_error(client.get(f"/api/widget/conversations/{conversation}/messages?after=msg_{'x' * 80}"))
 
 
 def test_huge_ids_on_the_admin_api_are_not_found(live: LiveApp) -> None:
