@@ -196,8 +196,8 @@ def _clip(text_: str, start: int, size: int) -> str:
 
 def purge_deleted_text(session: Session) -> None:
     """Rewrite the SQLite index so that deleted messages' text leaves its shadow tables now: FTS5 otherwise keeps it
-    under delete markers until a later merge. Costs a pass over the whole index, so only erasure calls it; a
-    PostgreSQL index holds no text."""
+    under delete markers until a later merge. Costs a pass over the whole index, so only erasure calls it. On
+    PostgreSQL the GIN index keeps the stemmed words of deleted rows until VACUUM reclaims them; nothing is done."""
     if session.get_bind().dialect.name == "sqlite":
         session.execute(text(f"INSERT INTO {SEARCH_TABLE}({SEARCH_TABLE}) VALUES ('optimize')"))
 
