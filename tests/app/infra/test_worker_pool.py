@@ -4,6 +4,7 @@ more than the pool's threads, and callers never wait past their timeout."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 import time
 from collections.abc import Iterator
@@ -30,9 +31,14 @@ def release() -> Iterator[threading.Event]:
     event.set()  # lets every hung call return, so no worker outlives its test
 
 
+# Each test's pool has a name of its own, so that its threads are told apart from those of an earlier test's pool,
+# which may still be ending when the next test counts threads.
+POOL_NUMBERS = itertools.count()
+
+
 @pytest.fixture
 def pool(release: threading.Event) -> Iterator[BoundedWorkerPool]:
-    workers = BoundedWorkerPool("test", workers=WORKERS, max_waiting=3)
+    workers = BoundedWorkerPool(f"test{next(POOL_NUMBERS)}", workers=WORKERS, max_waiting=3)
     yield workers
     release.set()
     workers.close()
