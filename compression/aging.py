@@ -58,13 +58,11 @@ class AgingResult:
     tokens_saved: int = 0
 
 
-def _calls_by_id(messages: Sequence[ChatMessage]) -> dict[str, tuple[str, str]]:
-    calls: dict[str, tuple[str, str]] = {}
-    for message in messages:
-        for call in function_calls(message):
-            if call.id:
-                calls[call.id] = (call.name or "tool", call.arguments)
-    return calls
+def _learn_calls(message: ChatMessage, calls: dict[str, tuple[str, str]]) -> None:
+    """Add ``message``'s tool calls to ``calls``: each id's tool name and arguments."""
+    for call in function_calls(message):
+        if call.id:
+            calls[call.id] = (call.name or "tool", call.arguments)
 
 
 def stub_head(call_id: str, name: str, arguments: str) -> str:
@@ -153,7 +151,7 @@ def _closed_batches(messages: list[ChatMessage], boundary: int, min_batch_tokens
     for index in range(boundary):
         message = messages[index]
         if message.get("tool_calls"):  # a result comes after its call, so one pass learns the calls as it goes
-            calls.update(_calls_by_id((message,)))
+            _learn_calls(message, calls)
         content, call_id = message.get("content"), message.get("tool_call_id")
         if message.get("role") != "tool" or not isinstance(content, str) or not isinstance(call_id, str):
             continue
