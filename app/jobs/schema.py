@@ -21,10 +21,12 @@ JOB_QUEUE_TABLE_PREFIX = "procrastinate_"
 SENTINEL_TABLE = "procrastinate_jobs"
 
 
-# The transcript's full-text index (migration 0012_message_search), which the models cannot declare: an FTS5 table
-# and its shadow tables on SQLite, an expression index on PostgreSQL.
-MESSAGE_SEARCH_PREFIX = "messages_search"
-MESSAGE_SEARCH_INDEX = "ix_messages_search"
+# Tables and indexes that migrations keep beside the models, which cannot declare them: the transcript's full-text
+# index (0012_message_search), and the knowledge chunks' full-text index and embeddings (0014_knowledge): FTS5
+# tables with their shadow tables on SQLite, expression and vector indexes on PostgreSQL, a vector column whose
+# type differs by database.
+UNMODELLED_TABLE_PREFIXES = ("messages_search", "knowledge_chunks_search", "knowledge_vectors")
+UNMODELLED_INDEXES = frozenset({"ix_messages_search", "ix_knowledge_chunks_search", "ix_knowledge_vectors_embedding"})
 
 
 def is_job_queue_table(name: str | None) -> bool:
@@ -32,11 +34,11 @@ def is_job_queue_table(name: str | None) -> bool:
 
 
 def include_name(name: str | None, type_: str, parent_names: Any) -> bool:
-    """Alembic's ``include_name`` hook: compare every table but the job queue's, and leave out the message search
-    index."""
-    if type_ == "table" and name is not None and name.startswith(MESSAGE_SEARCH_PREFIX):
+    """Alembic's ``include_name`` hook: compare every table but the job queue's, and leave out the search indexes
+    and the embeddings that migrations keep beside the models."""
+    if type_ == "table" and name is not None and name.startswith(UNMODELLED_TABLE_PREFIXES):
         return False
-    if type_ == "index" and name == MESSAGE_SEARCH_INDEX:
+    if type_ == "index" and name in UNMODELLED_INDEXES:
         return False
     return not (type_ == "table" and is_job_queue_table(name))
 

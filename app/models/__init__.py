@@ -10,6 +10,7 @@ Importing this package registers every table on ``SQLModel.metadata`` (what alem
 - ``sync``: the conclusion sync's runs (each conversation's watermark is on the conversation)
 - ``events``: live events and rate windows that several server processes share on PostgreSQL
 - ``shop``: the demo shop and help-center articles
+- ``knowledge``: imported knowledge sources, documents, chunks, the chunks a reply cited, content gaps
 """
 
 from app.models.base import DEFAULT_CURRENCY, NAMING_CONVENTION, utc_now
@@ -25,6 +26,15 @@ from app.models.console import (
 )
 from app.models.context import Compaction, ContextSegment, SegmentReason, segment_title
 from app.models.events import ConversationEvent, ConversationEventSequence, RateLimitWindow
+from app.models.knowledge import (
+    GapReason,
+    GapStatus,
+    KnowledgeChunk,
+    KnowledgeDocument,
+    KnowledgeGap,
+    KnowledgeSource,
+    MessageSource,
+)
 from app.models.shop import (
     HelpArticle,
     Order,
@@ -65,13 +75,20 @@ __all__ = [
     "ConversationRead",
     "ConversationStatus",
     "Customer",
+    "GapReason",
+    "GapStatus",
     "HandoffSummary",
     "HelpArticle",
+    "KnowledgeChunk",
+    "KnowledgeDocument",
+    "KnowledgeGap",
+    "KnowledgeSource",
     "LoginThrottle",
     "Message",
     "MessageAuthor",
     "MessagePublic",
     "MessageRole",
+    "MessageSource",
     "Order",
     "OrderItem",
     "OrderStatus",

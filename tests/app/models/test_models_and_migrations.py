@@ -43,17 +43,22 @@ from app.models import (
     segment_title,
 )
 
-HEAD = "0013_message_public_id"
+HEAD = "0014_knowledge"
 SessionDep = Annotated[Session, Depends(get_session)]
 ALL_TABLES = {
     "staff_members", "audit_events", "customers", "conversations", "messages", "context_segments", "compactions",
     "conclusions", "products", "orders", "order_items", "shipments", "refunds", "help_articles", "sync_runs",
     "staff_sessions", "login_throttles", "conversation_reads", "handoff_summaries",
     "conversation_events", "conversation_event_sequences", "rate_limit_windows",
+    "knowledge_sources", "knowledge_documents", "knowledge_chunks", "message_sources", "knowledge_gaps",
 }  # fmt: skip
-# The message search index on SQLite: the FTS5 table and its shadow tables (no content table: external content).
-SEARCH_TABLES = {"messages_search", "messages_search_data", "messages_search_idx", "messages_search_docsize",
-                 "messages_search_config"}  # fmt: skip
+# The search indexes on SQLite: the FTS5 tables and their shadow tables (no content table: external content), and
+# the knowledge chunks' embeddings.
+SEARCH_TABLES = {
+    f"{index}{shadow}"
+    for index in ("messages_search", "knowledge_chunks_search")
+    for shadow in ("", "_data", "_idx", "_docsize", "_config")
+} | {"knowledge_vectors"}
 # Tables a later migration renamed: the offline script creates them under their first name.
 RENAMED_TABLES = {"staff_members": "agents"}
 

@@ -30,7 +30,10 @@ def test_migrations_produce_exactly_the_models_schema_on_postgresql(postgres_url
     try:
         assert engine.dialect.name == "postgresql"
         tables = set(inspect(engine).get_table_names())
-        assert {name for name in tables if not is_job_queue_table(name)} == ALL_TABLES | {"alembic_version"}
+        assert {name for name in tables if not is_job_queue_table(name)} == ALL_TABLES | {
+            "alembic_version",
+            "knowledge_vectors",
+        }
         assert tables >= JOB_QUEUE_TABLES
         assert schema_differences(engine) == []
     finally:
