@@ -36,7 +36,7 @@ def store_message(
     """Commit ``message`` with whatever the session already holds, then publish it. ``alongside`` adds rows that
     must commit with it and need its id (an audit event naming the message)."""
     is_reply = bool(message.content) and not message.private  # a tool call or a private note answers nobody
-    first_reply = is_reply and FIRST_REPLIES.needed(message.conversation_id, message.author)
+    first_reply = is_reply and FIRST_REPLIES.needed(session, message.conversation_id, message.author)
     if alongside is None and not first_reply:
         autocommit_step(session)  # one INSERT on PostgreSQL when nothing else is pending
         session.add(message)
@@ -49,7 +49,7 @@ def store_message(
             record_first_reply(session, message.conversation_id, message.author, message.created_at)
     session.commit()  # the id is assigned on flush; nothing expires, so no new transaction starts here
     if first_reply:
-        FIRST_REPLIES.remember(message.conversation_id, message.author)
+        FIRST_REPLIES.remember(session, message.conversation_id, message.author)
     broker.publish(
         message.conversation_id, "message.created", message_event(message, conversation, staff_name=staff_name)
     )

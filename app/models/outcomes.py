@@ -13,7 +13,6 @@ from __future__ import annotations
 from datetime import datetime
 from enum import StrEnum
 
-import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
 
 from app.models.base import enum_type, utc_now
@@ -40,8 +39,6 @@ class HandoffReason(StrEnum):
 
 class ConversationOutcome(SQLModel, table=True):
     __tablename__ = "conversation_outcomes"
-    __table_args__ = (sa.Index("ix_conversation_outcomes_closed_at", "closed_at"),)
-
     conversation_id: int = Field(foreign_key="conversations.id", primary_key=True, ondelete="CASCADE")
     resolution: Resolution = Field(default=Resolution.OPEN, sa_type=enum_type(Resolution))
     handoff_reason: HandoffReason | None = Field(default=None, sa_type=enum_type(HandoffReason))

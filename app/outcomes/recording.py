@@ -13,11 +13,13 @@ earlier time (``coalesce``) and from then on remembers it.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import OrderedDict
 from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy import Engine
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session
 
@@ -91,29 +93,39 @@ def record_rating(session: Session, conversation_id: int, score: int, comment: s
 
 
 class FirstReplies:
-    """Which conversations this process knows to have their first bot and first staff reply recorded."""
+    """Which conversations this process knows to have their first bot and first staff reply recorded, per database
+    engine: a process serving several databases (or a test run) must not take one's conversation for another's."""
 
     def __init__(self, capacity: int = REMEMBERED_CONVERSATIONS) -> None:
         self.capacity = capacity
-        self._known: OrderedDict[tuple[int, MessageAuthor], None] = OrderedDict()
+        self._known: weakref.WeakKeyDictionary[Engine, OrderedDict[tuple[int, MessageAuthor], None]] = (
+            weakref.WeakKeyDictionary()
+        )
         self._lock = threading.Lock()
 
-    def needed(self, conversation_id: int, author: MessageAuthor) -> bool:
+    def _of(self, session: Session) -> OrderedDict[tuple[int, MessageAuthor], None]:
+        bind = session.get_bind()
+        engine = bind if isinstance(bind, Engine) else bind.engine  # a session bound to one connection
+        return self._known.setdefault(engine, OrderedDict())
+
+    def needed(self, session: Session, conversation_id: int, author: MessageAuthor) -> bool:
         """Whether a reply by ``author`` may be the conversation's first one that is not recorded yet."""
         if author not in FIRST_REPLY_COLUMNS:
             return False
         with self._lock:
-            known = (conversation_id, author) in self._known
-            if known:
-                self._known.move_to_end((conversation_id, author))
-        return not known
+            known = self._of(session)
+            if (conversation_id, author) in known:
+                known.move_to_end((conversation_id, author))
+                return False
+        return True
 
-    def remember(self, conversation_id: int, author: MessageAuthor) -> None:
+    def remember(self, session: Session, conversation_id: int, author: MessageAuthor) -> None:
         """Called once the upsert committed: a rolled-back one is sent again with the next reply."""
         with self._lock:
-            self._known[(conversation_id, author)] = None
-            while len(self._known) > self.capacity:
-                self._known.popitem(last=False)
+            known = self._of(session)
+            known[(conversation_id, author)] = None
+            while len(known) > self.capacity:
+                known.popitem(last=False)
 
 
 FIRST_REPLIES = FirstReplies()

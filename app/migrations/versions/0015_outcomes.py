@@ -1,4 +1,5 @@
-"""Conversation outcomes: one row per conversation, recorded as things happen (``app.outcomes``).
+"""Conversation outcomes: one row per conversation, recorded as things happen (``app.outcomes``), and an index on
+when conversations started, which the overview's window reads.
 
 Revision ID: 0015_outcomes
 Revises: 0014_knowledge
@@ -83,9 +84,10 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("conversation_id", name=op.f("pk_conversation_outcomes")),
     )
-    op.create_index("ix_conversation_outcomes_closed_at", "conversation_outcomes", ["closed_at"], unique=False)
+    op.create_index("ix_conversations_created_at", "conversations", ["created_at"], unique=False)
     op.execute(_BACKFILL)
 
 
 def downgrade() -> None:
+    op.drop_index("ix_conversations_created_at", table_name="conversations")
     op.drop_table("conversation_outcomes")
