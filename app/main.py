@@ -27,7 +27,7 @@ from app.services import ServiceOverrides, build_services
 from app.settings import Settings, get_settings
 from app.turns.context_engines import EngineFactory
 from app.turns.recall import MemorySection
-from app.web import admin_api, errors, ops, widget_api, widget_pages
+from app.web import admin_api, errors, ops, widget_api, widget_pages, widget_ratings
 from app.web.console import admin as console_admin
 from app.web.console import auth as console_auth
 from app.web.console import common as console_common
@@ -81,6 +81,7 @@ def create_app(
     console_common.install(app)  # the console's error pages and security headers
     app.add_middleware(RequestLimits, routes=app.router.routes)  # outermost: size limits come before anything
     app.include_router(widget_api.router)
+    app.include_router(widget_ratings.router)
     app.include_router(widget_pages.router)
     app.include_router(admin_api.router)
     for console_router in (console_auth, console_inbox, console_conversation, console_customer, console_overview):

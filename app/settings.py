@@ -93,6 +93,8 @@ class Settings(BaseSettings):
     tools_config_path: Path | None = None
     # The demo shop's order tools; switch them off when the shop's own API is reached through HTTP tools.
     demo_shop: bool = True
+    # The widget asks "How did we do?" once a conversation is closed (app.web.widget_ratings).
+    csat_enabled: bool = True
 
     # Long-term memory (Mem0): the embedded SQLite store + local MiniLM by default; pgvector and an embeddings endpoint
     # at scale; qdrant (a local directory, one process) for stores made before the SQLite store existed.

@@ -28,6 +28,7 @@ from app.console.permissions import Staff
 from app.live.broker import EventBroker
 from app.live.messages import store_message
 from app.models import Conversation, ConversationStatus, Message, MessageAuthor, MessageRole, StaffMember, utc_now
+from app.outcomes.recording import record_close, record_reopen
 from app.turns.scheduler import TurnScheduler
 
 JOINED_NOTICE = "{name} joined the conversation."
@@ -221,10 +222,12 @@ def _conflict_for_hand_back(session: Session, conversation_id: int) -> ActionCon
 def close(session: Session, broker: EventBroker, staff: Staff, conversation: Conversation) -> None:
     assert conversation.id is not None
     open_statuses = tuple(status for status in ConversationStatus if status != ConversationStatus.CLOSED)
+    previous_status = conversation.status  # the update below also changes the loaded row
     if not _set_status(session, conversation.id, open_statuses, status=ConversationStatus.CLOSED):
         session.rollback()
         raise ActionConflict("This conversation is already closed.")
-    _audit(session, staff, "close", conversation.id, previous_status=conversation.status.value)
+    _audit(session, staff, "close", conversation.id, previous_status=previous_status.value)
+    record_close(session, conversation.id, previous_status)
     session.commit()
     conversation.status = ConversationStatus.CLOSED
     broker.publish(conversation.id, "conversation.status", {"status": "closed"})
@@ -240,6 +243,7 @@ def reopen(session: Session, broker: EventBroker, staff: Staff, conversation: Co
         session.rollback()
         raise ActionConflict("This conversation is not closed.")
     _audit(session, staff, "reopen", conversation.id)
+    record_reopen(session, conversation.id)
     session.commit()
     conversation.status, conversation.assigned_staff_id = ConversationStatus.HUMAN, assignee
     broker.publish(conversation.id, "conversation.status", {"status": "human"})

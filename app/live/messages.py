@@ -2,6 +2,7 @@
 
 ``store_message`` is the one way a message is persisted and published, for the agent's turn, its preparation step
 and the console alike: the commit comes first, so no stream ever shows a message the database could still lose.
+The conversation's first bot reply and first staff reply are recorded with it (``app.outcomes``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from sqlmodel import Session
 from app.db import autocommit_step
 from app.live.broker import EventBroker
 from app.models import Conversation, Message, MessagePublic
+from app.outcomes.recording import FIRST_REPLIES, record_first_reply
 
 
 def message_event(message: Message, conversation: Conversation, *, staff_name: str | None = None) -> dict[str, Any]:
@@ -33,14 +35,21 @@ def store_message(
 ) -> Message:
     """Commit ``message`` with whatever the session already holds, then publish it. ``alongside`` adds rows that
     must commit with it and need its id (an audit event naming the message)."""
-    if alongside is None:
+    is_reply = bool(message.content) and not message.private  # a tool call or a private note answers nobody
+    first_reply = is_reply and FIRST_REPLIES.needed(session, message.conversation_id, message.author)
+    if alongside is None and not first_reply:
         autocommit_step(session)  # one INSERT on PostgreSQL when nothing else is pending
         session.add(message)
     else:
         session.add(message)
         session.flush()
-        alongside(message)
+        if alongside is not None:
+            alongside(message)
+        if first_reply:
+            record_first_reply(session, message.conversation_id, message.author, message.created_at)
     session.commit()  # the id is assigned on flush; nothing expires, so no new transaction starts here
+    if first_reply:
+        FIRST_REPLIES.remember(session, message.conversation_id, message.author)
     broker.publish(
         message.conversation_id, "message.created", message_event(message, conversation, staff_name=staff_name)
     )

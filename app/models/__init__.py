@@ -10,6 +10,7 @@ Importing this package registers every table on ``SQLModel.metadata`` (what alem
 - ``sync``: the conclusion sync's runs (each conversation's watermark is on the conversation)
 - ``events``: live events and rate windows that several server processes share on PostgreSQL
 - ``shop``: the demo shop and help-center articles
+- ``outcomes``: how each conversation turned out (resolution, handoff reason, first replies, reopens, rating)
 - ``knowledge``: imported knowledge sources, documents, chunks, the chunks a reply cited, content gaps
 """
 
@@ -35,6 +36,7 @@ from app.models.knowledge import (
     KnowledgeSource,
     MessageSource,
 )
+from app.models.outcomes import ConversationOutcome, HandoffReason, Resolution
 from app.models.shop import (
     HelpArticle,
     Order,
@@ -71,12 +73,14 @@ __all__ = [
     "Conversation",
     "ConversationEvent",
     "ConversationEventSequence",
+    "ConversationOutcome",
     "ConversationPublic",
     "ConversationRead",
     "ConversationStatus",
     "Customer",
     "GapReason",
     "GapStatus",
+    "HandoffReason",
     "HandoffSummary",
     "HelpArticle",
     "KnowledgeChunk",
@@ -97,6 +101,7 @@ __all__ = [
     "RateLimitWindow",
     "Refund",
     "RefundStatus",
+    "Resolution",
     "SegmentReason",
     "Shipment",
     "ShipmentStatus",

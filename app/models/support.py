@@ -99,6 +99,8 @@ class Conversation(ConversationBase, table=True):
         sa.Index("ix_conversations_public_id", "public_id", unique=True),
         # The console's inbox reads each status newest first (``app.console.inbox``).
         sa.Index("ix_conversations_status_updated_at_id", "status", "updated_at", "id"),
+        # The overview's outcome figures read the conversations started in a window (``app.outcomes.figures``).
+        sa.Index("ix_conversations_created_at", "created_at"),
         NEVER_REUSE_IDS,
     )
 

@@ -102,6 +102,14 @@
       notSent: "Your message was not sent: {detail}",
       identity: "We could not verify your account, so the chat is unavailable. {detail} Reload the page or sign in again.",
       unavailable: "The chat is unavailable right now: {detail}",
+      rateQuestion: "How did we do?",
+      rateScore: "{n} out of 5",
+      rateComment: "Anything you'd like to add? (optional)",
+      rateSend: "Send rating",
+      rateSkip: "No thanks",
+      rateThanks: "Thanks for your feedback! You rated this conversation {n} out of 5.",
+      rateChange: "Change my rating",
+      rateFailed: "Your rating was not saved: {detail}",
     },
     de: {
       title: "Schreiben Sie uns",
@@ -135,6 +143,14 @@
       notSent: "Ihre Nachricht wurde nicht gesendet: {detail}",
       identity: "Ihr Konto konnte nicht bestätigt werden, daher ist der Chat nicht verfügbar. {detail} Laden Sie die Seite neu oder melden Sie sich erneut an.",
       unavailable: "Der Chat ist gerade nicht verfügbar: {detail}",
+      rateQuestion: "Wie waren wir?",
+      rateScore: "{n} von 5",
+      rateComment: "Möchten Sie noch etwas ergänzen? (optional)",
+      rateSend: "Bewertung senden",
+      rateSkip: "Nein, danke",
+      rateThanks: "Danke für Ihre Rückmeldung! Sie haben dieses Gespräch mit {n} von 5 bewertet.",
+      rateChange: "Bewertung ändern",
+      rateFailed: "Ihre Bewertung wurde nicht gespeichert: {detail}",
     },
   };
 
@@ -185,6 +201,7 @@
       outbox: state.outbox.map(({ localId, text, afterId, state: itemState, handoff }) => ({
         localId, text, afterId: afterId === AFTER_HISTORY ? 0 : afterId, state: itemState, handoff,
       })),
+      declinedRating: state.declinedRating,
     };
     const raw = JSON.stringify(record);
     try {
@@ -252,6 +269,9 @@
     unread: 0,
     loaded: false,
     stuckToBottom: true,
+    // The conversation whose rating the customer declined ("No thanks"): it is not asked for again.
+    declinedRating: typeof stored.declinedRating === "string" ? stored.declinedRating : null,
+    ratingScore: null, // the score chosen in the rating form, before it is sent
   };
 
   // --- DOM helpers --------------------------------------------------------------------------------------------
@@ -578,9 +598,25 @@
     stillWorkingNote,
   ]);
   const draftSlot = h("div", { class: "draft-slot" });
+  // "How did we do?" once the conversation is closed; see the ratings section below.
+  const ratingScores = [1, 2, 3, 4, 5].map((n) => h("button", { type: "button", class: "rating-score",
+    "data-score": String(n), "aria-pressed": "false", "aria-label": t("rateScore", { n }), text: String(n) }));
+  const ratingComment = h("textarea", { class: "rating-comment", rows: "2", maxlength: "2000",
+    placeholder: t("rateComment"), "aria-label": t("rateComment") });
+  const ratingSend = h("button", { type: "button", class: "rating-send", disabled: true, text: t("rateSend") });
+  const ratingSkip = h("button", { type: "button", class: "link-button", text: t("rateSkip") });
+  const ratingForm = h("div", { class: "rating", role: "group", "aria-labelledby": "memdesk-rating-question",
+    hidden: true }, [
+    h("p", { id: "memdesk-rating-question", class: "rating-question", text: t("rateQuestion") }),
+    h("div", { class: "rating-scores" }, ratingScores), ratingComment,
+    h("div", { class: "rating-actions" }, [ratingSend, ratingSkip]),
+  ]);
+  const ratingNote = h("p", { class: "rating-note" });
+  const ratingChange = h("button", { type: "button", class: "link-button", hidden: true, text: t("rateChange") });
+  const ratingDone = h("div", { class: "rating-done", role: "status", hidden: true }, [ratingNote, ratingChange]);
   const pendingList = h("ol", { class: "pending", "aria-label": t("sending") });
   const scroller = h("div", { class: "scroller", tabindex: "0" }, [
-    greeting, log, draftSlot, typingIndicator, pendingList,
+    greeting, log, draftSlot, typingIndicator, pendingList, ratingForm, ratingDone,
   ]);
   const alertBox = h("div", { class: "alert", role: "alert", hidden: true });
   const input = h("textarea", { id: "memdesk-input", rows: "1", placeholder: t("placeholder"), autocomplete: "off",
@@ -666,6 +702,68 @@
     newConversationButton.hidden = state.status !== "closed";
     askPersonButton.hidden = state.status !== "bot";
     setComposerEnabled();
+    if (state.status === "closed") {
+      offerRating();
+    } else {
+      ratingForm.hidden = true;
+      ratingDone.hidden = true;
+    }
+  }
+
+  // --- ratings ----------------------------------------------------------------------------------------------------
+  // The server says whether to ask (closed, ratings on, none given yet); the widget also stops asking once the
+  // customer declined. A given rating shows with a way to change it while the server still allows it.
+  async function offerRating() {
+    const conversationId = state.conversationId;
+    let rating;
+    try {
+      rating = await api("GET", `${conversationPath()}/rating`);
+    } catch {
+      return; // not asking is the safe failure: the conversation itself is unaffected
+    }
+    if (conversationId !== state.conversationId || state.status !== "closed") {
+      return;
+    }
+    if (rating.score != null) {
+      showRated(rating);
+    } else if (rating.asked && state.declinedRating !== conversationId) {
+      ratingDone.hidden = true;
+      ratingForm.hidden = false;
+      keepScrolled(state.stuckToBottom);
+    }
+  }
+
+  function showRated(rating) {
+    ratingForm.hidden = true;
+    ratingNote.textContent = t("rateThanks", { n: rating.score });
+    const until = parseTime(rating.changeable_until);
+    ratingChange.hidden = !until || until.getTime() <= Date.now();
+    ratingDone.hidden = false;
+    keepScrolled(state.stuckToBottom);
+  }
+
+  function chooseScore(score) {
+    state.ratingScore = score;
+    for (const button of ratingScores) {
+      button.setAttribute("aria-pressed", button.dataset.score === String(score) ? "true" : "false");
+    }
+    ratingSend.disabled = false;
+  }
+
+  async function sendRating() {
+    if (state.ratingScore == null) {
+      return;
+    }
+    ratingSend.disabled = true;
+    const comment = ratingComment.value.trim();
+    try {
+      const body = comment ? { score: state.ratingScore, comment } : { score: state.ratingScore };
+      showRated(await api("PUT", `${conversationPath()}/rating`, { body }));
+      clearAlert(["rating"]);
+    } catch (error) {
+      ratingSend.disabled = false;
+      showAlert("rating", t("rateFailed", { detail: error.message }));
+    }
   }
 
   // --- messages -------------------------------------------------------------------------------------------------
@@ -1408,6 +1506,17 @@
     askPersonButton.hidden = true; // one press is enough; the status banner takes over
     clearAlert(["send"]);
     queueMessage(t("askPersonMessage"), true);
+  });
+  ratingScores.forEach((button) => button.addEventListener("click", () => chooseScore(Number(button.dataset.score))));
+  ratingSend.addEventListener("click", sendRating);
+  ratingSkip.addEventListener("click", () => {
+    state.declinedRating = state.conversationId;
+    saveStored();
+    ratingForm.hidden = true;
+  });
+  ratingChange.addEventListener("click", () => {
+    ratingDone.hidden = true;
+    ratingForm.hidden = false;
   });
   newConversationButton.addEventListener("click", () => {
     forgetConversation();

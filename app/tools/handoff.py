@@ -8,13 +8,15 @@ always work.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 from sqlmodel import Session
 
 from app.console.audit import record_audit_event
 from app.models import Conversation, ConversationStatus, utc_now
+from app.models.outcomes import HandoffReason
+from app.outcomes.recording import record_handoff
 from app.tools.registry import ErrorCode, ToolContext, ToolError
 from app.tools.typed import ToolArguments, TypedTool
 
@@ -25,14 +27,23 @@ STATUSES_KEPT = (ConversationStatus.NEEDS_HUMAN, ConversationStatus.HUMAN)
 
 
 def hand_over(
-    session: Session, conversation: Conversation, *, actor: str, summary: str, reason: str | None, customer_id: int
+    session: Session,
+    conversation: Conversation,
+    *,
+    actor: str,
+    summary: str,
+    reason: str | None,
+    customer_id: int,
+    category: HandoffReason = HandoffReason.OTHER,
 ) -> None:
     """Put ``conversation`` in the people's queue (unless one has it already) with the note they read first, the
-    audit event the console shows; the caller commits. The tool and a turn past its deadline both hand over here."""
+    audit event the console shows, and the handoff in its outcome under ``category``; the caller commits. The tool
+    and a turn past its deadline both hand over here."""
     assert conversation.id is not None
     previous = conversation.status
     if previous not in STATUSES_KEPT:
         conversation.status = ConversationStatus.NEEDS_HUMAN
+        record_handoff(session, conversation.id, category)
     conversation.updated_at = utc_now()
     session.add(conversation)
     record_audit_event(
@@ -54,6 +65,15 @@ class TransferArguments(ToolArguments):
     )
     reason: str | None = Field(
         default=None, max_length=200, description="Why a human is needed, e.g. 'customer asked for a person'."
+    )
+    # Strings rather than the enum: the tools' arguments are validated strictly, and the model sends strings.
+    category: Literal[
+        "customer_request", "missing_knowledge", "policy", "tool_failure", "model_failure", "loop_guard", "other"
+    ] = Field(
+        default="other",
+        description="The kind of reason: customer_request (they asked for a person), missing_knowledge (no tool "
+        "or article answers it), policy (beyond what the shop's policy lets you do), tool_failure (a tool kept "
+        "failing), other.",
     )
 
 
@@ -82,6 +102,7 @@ class TransferToHumanTool(TypedTool[TransferArguments]):
             summary=arguments.summary,
             reason=arguments.reason,
             customer_id=context.customer_id,
+            category=HandoffReason(arguments.category),
         )
         session.commit()
         return {

@@ -14,6 +14,7 @@ from zoneinfo import ZoneInfo
 
 from app.infra.metrics import Metrics
 from app.llm import LLMGateway
+from app.models.outcomes import HandoffReason
 from app.settings import Settings
 from app.tools.conversation_search import RECALL_HINT
 from compression import (
@@ -35,11 +36,19 @@ EngineFactory = Callable[[], ContextEngine]
 class TurnFailure(Exception):
     """A turn could not produce a reply; carries what to log."""
 
-    def __init__(self, reason: str, *, request_id: str | None = None, deadline_passed: bool = False) -> None:
+    def __init__(
+        self,
+        reason: str,
+        *,
+        request_id: str | None = None,
+        deadline_passed: bool = False,
+        category: HandoffReason = HandoffReason.MODEL_FAILURE,
+    ) -> None:
         super().__init__(reason)
         self.reason = reason
         self.request_id = request_id
         self.deadline_passed = deadline_passed
+        self.category = category  # the handoff reason the conversation's outcome records
 
 
 def default_compressor(gateway: LLMGateway, settings: Settings) -> ContextCompressor:

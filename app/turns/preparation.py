@@ -36,6 +36,7 @@ from app.live.broker import EventBroker
 from app.live.messages import store_message
 from app.llm.responses import ToolCall, fallback_call_id
 from app.models import Conversation, ConversationStatus, Customer, Message, MessageAuthor, MessageRole
+from app.models.outcomes import HandoffReason
 from app.settings import Settings
 from app.tools import ToolContext, ToolRegistry, ToolResult
 from app.tools.help_center import load_articles, search_articles
@@ -158,7 +159,11 @@ class TurnPreparation:
             return conversation.status in (ConversationStatus.NEEDS_HUMAN, ConversationStatus.HUMAN)
         if self.tools.get(HANDOFF_TOOL) is None:
             return False
-        arguments = {"summary": summary, "reason": f"customer asked for a person ({trigger})"}
+        arguments = {
+            "summary": summary,
+            "reason": f"customer asked for a person ({trigger})",
+            "category": HandoffReason.CUSTOMER_REQUEST.value,
+        }
         result, _ = self._run_tool(session, conversation, customer, Lookup(HANDOFF_TOOL, arguments), [])
         if not result.handed_off:
             return False

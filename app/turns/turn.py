@@ -49,6 +49,8 @@ from app.models import (
     MessageAuthor,
     MessageRole,
 )
+from app.models.outcomes import HandoffReason
+from app.outcomes.recording import record_handoff
 from app.settings import Settings
 from app.tools import ToolContext, ToolRegistry
 from app.tools.handoff import hand_over
@@ -153,7 +155,8 @@ class AgentTurn:
                 outcome = "failed"
                 logger.exception("Turn crashed in conversation %s", conversation_id)
                 session.rollback()
-                self._fail(session, conversation_id, TurnFailure(f"internal error: {type(error).__name__}"))
+                crash = TurnFailure(f"internal error: {type(error).__name__}", category=HandoffReason.OTHER)
+                self._fail(session, conversation_id, crash)
             finally:
                 self.broker.publish(conversation_id, "typing", {"on": False})
                 self.metrics.turns.labels(outcome=outcome).inc()
@@ -230,7 +233,10 @@ class AgentTurn:
                 return
             if engine.should_compress():
                 context = await self._compact(session, conversation.id, customer.id, engine, context)
-        raise TurnFailure(f"tool loop limit: no final answer after {MAX_TOOL_ROUNDS} rounds of tool calls")
+        raise TurnFailure(
+            f"tool loop limit: no final answer after {MAX_TOOL_ROUNDS} rounds of tool calls",
+            category=HandoffReason.LOOP_GUARD,
+        )
 
     async def _chat(self, conversation_id: int, context: list[ChatMessage]) -> ChatResponse:
         # Fragments are batched: one live event per DELTA_FLUSH_S (or DELTA_FLUSH_CHARS) instead of one per token.
@@ -385,10 +391,12 @@ class AgentTurn:
                 summary=DEADLINE_HANDOFF_NOTE.format(seconds=self.settings.turn_deadline_s),
                 reason=DEADLINE_HANDOFF_REASON,
                 customer_id=conversation.customer_id,
+                category=failure.category,
             )
         else:
             conversation.status = ConversationStatus.NEEDS_HUMAN
             session.add(conversation)
+            record_handoff(session, conversation_id, failure.category)
         session.commit()
         self.broker.publish(conversation_id, "conversation.status", {"status": conversation.status.value})
 

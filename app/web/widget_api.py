@@ -119,7 +119,7 @@ def _customer(session: Session, visitor: Visitor) -> Customer:
     return customer
 
 
-def _own_conversation(session: Session, visitor: Visitor, conversation_ref: str) -> Conversation:
+def own_conversation(session: Session, visitor: Visitor, conversation_ref: str) -> Conversation:
     """The conversation, if it is the visitor's; one query checks both."""
     statement = (
         select(Conversation)
@@ -200,7 +200,7 @@ def list_messages(
     ] = None,
 ) -> list[MessagePublic]:
     """The conversation's messages in the order they were stored, all of them or those after ``after``."""
-    conversation = _own_conversation(session, visitor, conversation_id)
+    conversation = own_conversation(session, visitor, conversation_id)
     assert conversation.id is not None
     after_key = 0 if after is None else _message_key(session, conversation.id, after)
     statement = (
@@ -305,7 +305,7 @@ def _touch_open_conversation(session: Session, visitor: Visitor, conversation_re
     )
     if conversation is not None:
         return conversation
-    _own_conversation(session, visitor, conversation_ref)  # 401 or 404 when it is not the visitor's
+    own_conversation(session, visitor, conversation_ref)  # 401 or 404 when it is not the visitor's
     session.rollback()
     raise HTTPException(status.HTTP_409_CONFLICT, detail="This conversation is closed; start a new one.")
 
@@ -360,7 +360,7 @@ async def visitor_subscription(
 ) -> AsyncIterator[Subscription]:
     """The subscription to the visitor's own conversation (404 for any other), counted as an open stream."""
     with Session(db) as session:
-        key = _own_conversation(session, visitor, conversation_id).id
+        key = own_conversation(session, visitor, conversation_id).id
     assert key is not None
     with broker.subscribe(key, last_event_id or since) as subscription, metrics.sse_connections.track_inprogress():
         yield subscription

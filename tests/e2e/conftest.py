@@ -278,8 +278,8 @@ class Visitor:
         self.widget(".panel").wait_for(state="visible")
 
     def send(self, text: str) -> None:
-        self.widget("textarea").fill(text)
-        self.widget("textarea").press("Enter")
+        self.widget("#memdesk-input").fill(text)
+        self.widget("#memdesk-input").press("Enter")
 
     def screenshot(self, name: str) -> Path:
         path = self.artifacts / f"{name}.png"

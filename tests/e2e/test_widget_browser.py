@@ -368,7 +368,7 @@ def test_a_verified_customer_chats_and_a_wrong_hash_is_refused_with_a_clear_erro
     alert = forged.widget(".alert")
     alert.get_by_text("We could not verify your account").wait_for()
     assert "the identity HMAC does not match" in alert.inner_text()
-    assert forged.widget("textarea").is_disabled() and forged.widget(".subtitle").is_hidden()
+    assert forged.widget("#memdesk-input").is_disabled() and forged.widget(".subtitle").is_hidden()
     assert forged.widget(".log .msg").count() == 0
     forged.screenshot("06-identity-refused")
 
@@ -382,11 +382,11 @@ def test_too_long_and_rate_limited_messages_show_clear_errors(visit: Visit, live
     alert = visitor.widget(".alert")
     alert.get_by_text(f"at most {MAX_MESSAGE_CHARS} characters").wait_for()
     assert "Your message was not sent" in alert.inner_text()
-    assert visitor.widget("textarea").input_value() == too_long  # given back to edit
+    assert visitor.widget("#memdesk-input").input_value() == too_long  # given back to edit
     assert visitor.widget(".msg--pending").count() == 0 and visitor.widget(".log .msg").count() == 0
     visitor.screenshot("07-too-long")
 
-    visitor.widget("textarea").fill("")
+    visitor.widget("#memdesk-input").fill("")
     for number in range(MESSAGES_PER_MINUTE + 1):
         visitor.send(f"burst {number}")
     alert.get_by_text("You are sending messages too quickly").wait_for()

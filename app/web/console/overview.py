@@ -1,5 +1,5 @@
-"""The dashboard (``/console/overview``), with the latest nightly sync run, and the supervisors' retry of failed
-outbox rows."""
+"""The dashboard (``/console/overview``) with the conversations' outcomes and the latest nightly sync run, the
+outcomes as CSV, and the supervisors' retry of failed outbox rows."""
 
 from __future__ import annotations
 
@@ -13,9 +13,13 @@ from sqlmodel import Session
 from app.console.audit import record_audit_event
 from app.console.overview import load_overview, retry_failed
 from app.console.permissions import Permission
+from app.models import utc_now
+from app.outcomes.chart import outcome_chart
+from app.outcomes.export import outcome_csv
+from app.outcomes.figures import load_outcome_figures, window_start
 from app.sync.runner import latest_sync_run
 from app.web.console.common import after_action, console_router, page
-from app.web.deps import DbDep, GatewayDep, MemoryDep, OutboxRetrierDep, WorkerDep
+from app.web.deps import DbDep, GatewayDep, MemoryDep, OutboxRetrierDep, UsageViewerDep, WorkerDep
 
 router = console_router()
 
@@ -26,9 +30,10 @@ async def overview(request: Request, db: DbDep, gateway: GatewayDep, staff: Work
 
     def load() -> Any:
         with Session(db) as session:
-            return load_overview(session, gateway, with_usage=with_usage)
+            outcomes = load_outcome_figures(session)
+            return load_overview(session, gateway, with_usage=with_usage), outcomes
 
-    figures = await anyio.to_thread.run_sync(load)
+    figures, outcomes = await anyio.to_thread.run_sync(load)
     sync_run = await anyio.to_thread.run_sync(latest_sync_run, db)
     live = gateway.ledger.by_purpose() if with_usage else []
     return page(
@@ -36,10 +41,29 @@ async def overview(request: Request, db: DbDep, gateway: GatewayDep, staff: Work
         "overview.html",
         staff=staff,
         overview=figures,
+        outcomes=outcomes,
+        chart=outcome_chart(outcomes.days),
         live_usage=live,
         with_usage=with_usage,
         sync_run=sync_run,
     )
+
+
+@router.get("/overview/outcomes.csv")
+async def outcomes_csv(db: DbDep, staff: UsageViewerDep) -> Response:
+    """The window's outcomes, one line per conversation (supervisors: it includes customers' comments). Built in
+    one worker thread with one read, since the window is bounded, rather than streamed across threads."""
+    since = window_start(utc_now())
+
+    def build() -> str:
+        with Session(db) as session:
+            text = "".join(outcome_csv(session, since))
+            session.commit()
+            return text
+
+    name = f"memdesk-outcomes-{since.date().isoformat()}.csv"
+    headers = {"Content-Disposition": f'attachment; filename="{name}"'}
+    return Response(await anyio.to_thread.run_sync(build), media_type="text/csv; charset=utf-8", headers=headers)
 
 
 @router.post("/outbox/retry")
