@@ -9,10 +9,10 @@ iterator, so a large folder or sitemap is never held in memory) and for each:
    (``app.knowledge.store``): a failure there rolls back that document alone and is reported, and the import goes on.
 
 With ``prune``, the source's documents that this import did not see are removed at the end; a document that failed
-counts as seen (its stored copy stays), and nothing is pruned when no document at all could be read, so a wrong
-path or an unreachable site never empties a source. With ``dry_run`` nothing is written: the report says what an
-import would do, from the content hashes alone. Otherwise the source's ``last_import_at`` and
-``last_import_report`` are updated.
+counts as seen (its stored copy stays), and nothing is pruned when no document at all could be read or when a
+failure hid documents (a sitemap that could not be read), so a wrong path or an unreachable site never empties a
+source. With ``dry_run`` nothing is written: the report says what an import would do, from the content hashes
+alone. Otherwise the source's ``last_import_at`` and ``last_import_report`` are updated.
 
 ``progress`` is called after each document with its locator and outcome (the command's progress bar).
 """
@@ -48,6 +48,7 @@ logger = logging.getLogger(__name__)
 
 ADDED, UPDATED, UNCHANGED, REMOVED, FAILED = "added", "updated", "unchanged", "removed", "failed"
 NOTHING_READ = "No document could be read, so nothing was pruned."
+HIDDEN_DOCUMENTS = "A listing (a sitemap) could not be read, so nothing was pruned: its documents were not seen."
 # How many locators of each outcome the source's stored report keeps (the console shows them; counts are exact).
 STORED_REPORT_ITEMS = 200
 Progress = Callable[[str, str], None]
@@ -155,10 +156,12 @@ class _ImportRun:
         self.source_id = source.id if source is not None else None
         self.stored = stored_hashes(session, self.source_id) if self.source_id is not None else {}
         self.seen: set[str] = set()
+        self.listing_failed = False  # a failure hid documents this import could not see
         session.commit()  # the reads above took no lock worth holding while documents are read and embedded
 
     def take(self, item: SourceDocument | DocumentFailure) -> None:
         if isinstance(item, DocumentFailure):
+            self.listing_failed = self.listing_failed or item.hides_documents
             self._fail(item.locator, item.reason)
         elif item.locator in self.seen:
             self._fail(item.locator, "The same document appeared twice in this import; the first copy was kept.")
@@ -217,6 +220,9 @@ class _ImportRun:
     def prune(self) -> None:
         if not self.report.read_any:
             self.report.notes.append(NOTHING_READ)
+            return
+        if self.listing_failed:
+            self.report.notes.append(HIDDEN_DOCUMENTS)
             return
         gone = sorted(locator for locator in self.stored if locator not in self.seen)
         if gone and not self.dry_run and self.source_id is not None:

@@ -58,6 +58,7 @@ class _Task:
     lastmod: datetime | None = None
     sitemap_depth: int = 0  # how many sitemaps led here
     listed_by: str | None = None  # the sitemap that listed this URL
+    maybe_sitemap: bool = True  # given by hand or listed by a sitemap index; a urlset lists pages
 
 
 def read_urls(
@@ -110,12 +111,19 @@ class _Crawl:
         """What one URL gives (in a worker thread): its document, its failure, or the sitemap it is."""
         try:
             response = self._fetcher.fetch(task.url)
+        except FetchFailed as error:
+            # Unanswered, a URL given by hand or listed by a sitemap index may have been a sitemap of many pages.
+            return _Outcome(result=_failure(task, error, hides_documents=task.maybe_sitemap))
+        try:
             sitemap = _sitemap_in(response, self._limits.max_document_bytes)
-            if sitemap is not None:
-                return _Outcome(sitemap=sitemap, sitemap_url=response.url)
+        except NotASitemap as error:
+            return _Outcome(result=_failure(task, error, hides_documents=True))
+        if sitemap is not None:
+            return _Outcome(sitemap=sitemap, sitemap_url=response.url)
+        try:
             return _Outcome(result=_document(task, response))
-        except (FetchFailed, NotASitemap, UnreadableHtml) as error:
-            return _Outcome(result=DocumentFailure(locator=task.url, reason=_with_origin(str(error), task)))
+        except (FetchFailed, UnreadableHtml) as error:
+            return _Outcome(result=_failure(task, error, hides_documents=False))
 
     def _settle(self, task: _Task, outcome: _Outcome) -> tuple[list[WebResult], list[_Task]]:
         """The results to yield and the URLs to read next (in the calling thread, which alone keeps the counts)."""
@@ -131,7 +139,8 @@ class _Crawl:
 
     def _expand(self, task: _Task, sitemap_url: str, sitemap: Sitemap) -> tuple[list[WebResult], list[_Task]]:
         if task.sitemap_depth >= MAX_SITEMAP_DEPTH:
-            return [DocumentFailure(task.url, f"sitemaps nested more than {MAX_SITEMAP_DEPTH} deep are not read")], []
+            too_deep = f"sitemaps nested more than {MAX_SITEMAP_DEPTH} deep are not read"
+            return [DocumentFailure(task.url, too_deep, hides_documents=True)], []
         failures: list[WebResult] = []
         tasks: list[_Task] = []
         base = httpx.URL(sitemap_url)
@@ -144,7 +153,7 @@ class _Crawl:
                     failures.append(_too_many_pages(sitemap_url, self._limits.max_pages))
                     break
                 self._pages_listed += 1
-            tasks.append(_Task(entry.url, entry.lastmod, task.sitemap_depth + 1, sitemap_url))
+            tasks.append(_Task(entry.url, entry.lastmod, task.sitemap_depth + 1, sitemap_url, sitemap.is_index))
         return failures, tasks
 
     def _unseen(self, tasks: list[_Task]) -> Iterator[_Task]:
@@ -226,11 +235,13 @@ def _too_many_pages(sitemap_url: str, limit: int) -> DocumentFailure:
     return DocumentFailure(
         sitemap_url,
         f"lists more pages than one import reads; the first {limit:,} were read (MEMDESK_KNOWLEDGE_MAX_PAGES)",
+        hides_documents=True,
     )
 
 
-def _with_origin(reason: str, task: _Task) -> str:
-    return f"{reason} (listed by {task.listed_by})" if task.listed_by else reason
+def _failure(task: _Task, error: Exception, *, hides_documents: bool) -> DocumentFailure:
+    reason = f"{error} (listed by {task.listed_by})" if task.listed_by else str(error)
+    return DocumentFailure(locator=task.url, reason=reason, hides_documents=hides_documents)
 
 
 def _identity(url: str) -> str:

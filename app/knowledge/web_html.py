@@ -11,17 +11,23 @@ its text and loses its address before extraction.
 
 from __future__ import annotations
 
+from configparser import ConfigParser
 from dataclasses import dataclass
+from functools import cache
 from urllib.parse import urljoin, urlsplit
 
 import trafilatura
 from lxml import html as lxml_html
+from trafilatura.settings import use_config
 
 # Link schemes a reader may follow from an imported page; anything else is dropped with the link, its text kept.
 SAFE_LINK_SCHEMES = frozenset({"http", "https", "mailto"})
 # Past this share of NUL and other control bytes, "HTML" is binary data served under the wrong type.
 BINARY_SAMPLE_BYTES = 8192
 MAX_CONTROL_SHARE = 0.1
+# trafilatura takes main content shorter than its default 250 characters for a miss and falls back to a cruder
+# extractor that keeps the menus and drops the headings; a help article of two short sections is no miss.
+MIN_MAIN_CONTENT_CHARS = 10
 
 
 class UnreadableHtml(Exception):
@@ -56,12 +62,21 @@ def html_to_markdown(content: bytes | str, *, url: str | None = None) -> HtmlCon
         include_comments=False,
         favor_recall=True,  # help articles are short; precision mode drops their one-line sections
         deduplicate=False,
+        config=_extraction_config(),
     )
     if not markdown or not markdown.strip():
         raise UnreadableHtml("has no readable text (an empty page, or one built by JavaScript)")
     return HtmlContent(
         title=title or _first_heading(markdown), markdown=markdown.strip() + "\n", canonical_url=canonical
     )
+
+
+@cache
+def _extraction_config() -> ConfigParser:
+    config = use_config()
+    config.set("DEFAULT", "MIN_EXTRACTED_SIZE", str(MIN_MAIN_CONTENT_CHARS))
+    config.set("DEFAULT", "MIN_OUTPUT_SIZE", "1")
+    return config
 
 
 def looks_binary(content: bytes) -> bool:

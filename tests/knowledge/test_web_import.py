@@ -68,6 +68,15 @@ def test_a_sitemap_s_pages_become_documents_with_their_titles_headings_and_lastm
     assert found[shipping].updated_at == datetime(2026, 11, 21, 8, 30, tzinfo=UTC)
 
 
+def test_a_short_article_keeps_its_headings_and_leaves_the_menus_out(site: LocalSite) -> None:
+    article = "<h1>Opening hours</h1><p>Mon-Fri 9-17.</p><h2>Holidays</h2><p>Closed.</p>"
+    hours = site.page("/help/hours", "Hours", article)
+
+    markdown = documents(read([hours]))[hours].markdown
+
+    assert markdown == "# Opening hours\n\nMon-Fri 9-17.\n\n## Holidays\n\nClosed.\n"
+
+
 def test_a_gzipped_sitemap_index_leads_to_its_sitemaps_pages(site: LocalSite) -> None:
     pages = [
         site.page(f"/help/{n}", f"Article {n}", f"<h1>Article {n}</h1><p>{'Useful words. ' * 20}</p>")
