@@ -7,10 +7,12 @@ import gzip
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
+import httpx
 import pytest
 
 from app.knowledge.types import DocumentFailure, SourceDocument
 from app.knowledge.web import WebLimits, read_urls
+from app.knowledge.web_fetch import same_site
 from tests.support.web_site import LocalSite, Route, running_site
 
 # The site runs on 127.0.0.1, which the import refuses unless private addresses are allowed.
@@ -382,3 +384,18 @@ def test_progress_counts_pages_as_sitemaps_reveal_them(site: LocalSite) -> None:
 
     assert seen[0] == (1, 4)  # the sitemap read, its three pages now known
     assert seen[-1] == (4, 4)
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "same"),
+    [
+        ("http://shop.example/a", "https://shop.example/b", True),  # upgraded to https
+        ("https://shop.example/a", "https://www.shop.example/b", True),
+        ("https://WWW.Shop.Example./a", "https://shop.example/b", True),
+        ("https://shop.example/a", "https://help.shop.example/b", False),
+        ("https://shop.example/a", "https://shop.example.evil.test/b", False),
+        ("https://shop.example/a", "ftp://shop.example/b", False),
+    ],
+)
+def test_a_redirect_stays_on_site_only_to_the_same_host(first: str, second: str, same: bool) -> None:
+    assert same_site(httpx.URL(first), httpx.URL(second)) is same
