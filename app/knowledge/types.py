@@ -26,6 +26,9 @@ class SourceDocument:
 class DocumentFailure:
     locator: str
     reason: str
+    # What failed may have listed other documents (a sitemap that could not be read): their stored copies were not
+    # seen, so a prune would take them for gone; the import prunes nothing instead.
+    hides_documents: bool = False
 
 
 @dataclass(frozen=True)
