@@ -29,14 +29,15 @@ from pathlib import Path
 
 from app.demo_shop import HELP_ARTICLES
 from app.demo_shop.catalog import CITIES, PRODUCTS, CatalogProduct
-from benchmarks.knowledge_policies import ARCHIVED_2024, HOW_TOS, TRANSLATIONS
+from benchmarks.knowledge_policies import ARCHIVED_2024, HOW_TOS, TRANSLATIONS, city_slug, section_of
 from benchmarks.knowledge_products import (
     CATEGORIES,
     HYGIENE_SKUS,
-    PRODUCT_FACTS,
     ProductFacts,
+    product_facts,
     warranty_years,
 )
+from benchmarks.knowledge_questions import write_questions
 
 DATA_DIR = Path(__file__).parent / "data" / "knowledge"
 ARTICLES_DIR = DATA_DIR / "articles"
@@ -80,29 +81,16 @@ def money(cents: int) -> str:
     return f"${cents // 100}.{cents % 100:02d}"
 
 
-def product_facts() -> Iterator[tuple[CatalogProduct, ProductFacts]]:
-    by_sku = {product.sku: product for product in PRODUCTS}
-    for facts in PRODUCT_FACTS:
-        yield by_sku[facts.sku], facts
-
-
 def returnable_sentence(sku: str) -> str:
     if sku in HYGIENE_SKUS:
-        return ("For hygiene reasons it can't be returned once opened or used, unless it is damaged or defective. "
-                "Unopened, it follows the 30-day return policy.")
+        return (
+            "For hygiene reasons it can't be returned once opened or used, unless it is damaged or defective. "
+            "Unopened, it follows the 30-day return policy."
+        )
     return "It can be returned within 30 days of delivery, unused and in its original packaging."
 
 
 # -- the demo shop's articles and their 2024 versions -------------------------------------------------------------
-def section_of(slug: str) -> str:
-    from app.demo_shop.help_account import ACCOUNT_ARTICLES
-    from app.demo_shop.help_returns import RETURN_ARTICLES
-
-    if any(seed.slug == slug for seed in RETURN_ARTICLES):
-        return "returns"
-    return "account" if any(seed.slug == slug for seed in ACCOUNT_ARTICLES) else "orders"
-
-
 def policy_articles() -> Iterator[Article]:
     seeds = {seed.slug: seed for seed in HELP_ARTICLES}
     for seed in HELP_ARTICLES:
@@ -115,10 +103,19 @@ def policy_articles() -> Iterator[Article]:
                 raise ValueError(f"{archived.slug}: {current!r} is not in the current article")
             body = body.replace(current, then)
         current_id = f"{section_of(seed.slug)}/{seed.slug}"
-        banner = (f"> **Archived 2024.** This version applied to orders placed in 2024 and is no longer in effect. "
-                  f"The current version is \"{seed.title}\" ({current_id}).")
-        yield Article(f"archived/{seed.slug}-2024", f"{seed.title} (archived 2024)", "en", "archived",
-                      status="archived", replaced_by=current_id, body=f"{banner}\n\n{body}")
+        banner = (
+            f"> **Archived 2024.** This version applied to orders placed in 2024 and is no longer in effect. "
+            f'The current version is "{seed.title}" ({current_id}).'
+        )
+        yield Article(
+            f"archived/{seed.slug}-2024",
+            f"{seed.title} (archived 2024)",
+            "en",
+            "archived",
+            status="archived",
+            replaced_by=current_id,
+            body=f"{banner}\n\n{body}",
+        )
 
 
 # -- products -------------------------------------------------------------------------------------------------------
@@ -135,9 +132,11 @@ def guide_body(product: CatalogProduct, facts: ProductFacts, price_cents: int) -
     dishwasher = ""
     if facts.dishwasher_safe is not None:
         dishwasher = f"\n\nDishwasher safe: {'yes' if facts.dishwasher_safe else 'no, wash it by hand'}."
-    return (f"SKU {product.sku} · {category}\n\n## Specifications\n\n{spec_rows(product, facts, EN_LABELS, price_cents)}"
-            f"{dishwasher}\n\n## Returns and warranty\n\n{returnable_sentence(product.sku)} Manufacturing defects are "
-            f"covered for {warranty_years(product.sku)} year(s) from delivery.")
+    return (
+        f"SKU {product.sku} · {category}\n\n## Specifications\n\n{spec_rows(product, facts, EN_LABELS, price_cents)}"
+        f"{dishwasher}\n\n## Returns and warranty\n\n{returnable_sentence(product.sku)} Manufacturing defects are "
+        f"covered for {warranty_years(product.sku)} year(s) from delivery."
+    )
 
 
 EN_LABELS = {"price": "Price", "material": "Material", "size": "Size", "weight": "Weight", "colors": "Colors",
@@ -171,30 +170,60 @@ def troubleshooting_body(facts: ProductFacts) -> str:
 
 def warranty_body(product: CatalogProduct) -> str:
     years = warranty_years(product.sku)
-    return (f"## Warranty\n\nThe {product.name} is covered for {years} year(s) from delivery against defects in "
-            f"materials and workmanship. Normal wear, accidents and misuse are not covered.\n\n## Returns\n\n"
-            f"{returnable_sentence(product.sku)}")
+    return (
+        f"## Warranty\n\nThe {product.name} is covered for {years} year(s) from delivery against defects in "
+        f"materials and workmanship. Normal wear, accidents and misuse are not covered.\n\n## Returns\n\n"
+        f"{returnable_sentence(product.sku)}"
+    )
 
 
 def product_articles() -> Iterator[Article]:
     for index, (product, facts) in enumerate(product_facts()):
         sku, name, folder = product.sku, product.name, f"products/{product.sku.lower()}"
-        yield Article(f"{folder}/guide", f"{name}: product guide", "en", "product_guide", sku=sku,
-                      body=guide_body(product, facts, product.price_cents))
+        yield Article(
+            f"{folder}/guide",
+            f"{name}: product guide",
+            "en",
+            "product_guide",
+            sku=sku,
+            body=guide_body(product, facts, product.price_cents),
+        )
         yield Article(f"{folder}/care", f"Caring for your {name}", "en", "care", sku=sku, body=care_body(facts))
-        yield Article(f"{folder}/faq", f"{name}: questions and answers", "en", "faq", sku=sku,
-                      body=faq_body(product, facts))
-        yield Article(f"{folder}/troubleshooting", f"Troubleshooting: {name}", "en", "troubleshooting", sku=sku,
-                      body=troubleshooting_body(facts))
-        yield Article(f"{folder}/warranty", f"{name}: warranty and returns", "en", "warranty_returns", sku=sku,
-                      body=warranty_body(product))
+        yield Article(
+            f"{folder}/faq", f"{name}: questions and answers", "en", "faq", sku=sku, body=faq_body(product, facts)
+        )
+        yield Article(
+            f"{folder}/troubleshooting",
+            f"Troubleshooting: {name}",
+            "en",
+            "troubleshooting",
+            sku=sku,
+            body=troubleshooting_body(facts),
+        )
+        yield Article(
+            f"{folder}/warranty",
+            f"{name}: warranty and returns",
+            "en",
+            "warranty_returns",
+            sku=sku,
+            body=warranty_body(product),
+        )
         if index % 2 == 0 and index // 2 < ARCHIVED_EDITIONS:
             old_price = product.price_cents - 500 if product.price_cents > 2000 else product.price_cents - 200
-            banner = (f"> **Archived 2024 edition.** Prices and details changed; the current page is \"{name}: "
-                      f"product guide\" ({folder}/guide).")
-            yield Article(f"archived/{sku.lower()}-guide-2024", f"{name}: product guide (2024 edition)", "en",
-                          "archived", status="archived", replaced_by=f"{folder}/guide", sku=sku,
-                          body=f"{banner}\n\n{guide_body(product, facts, old_price)}")
+            banner = (
+                f'> **Archived 2024 edition.** Prices and details changed; the current page is "{name}: '
+                f'product guide" ({folder}/guide).'
+            )
+            yield Article(
+                f"archived/{sku.lower()}-guide-2024",
+                f"{name}: product guide (2024 edition)",
+                "en",
+                "archived",
+                status="archived",
+                replaced_by=f"{folder}/guide",
+                sku=sku,
+                body=f"{banner}\n\n{guide_body(product, facts, old_price)}",
+            )
 
 
 def translated_product_articles() -> Iterator[Article]:
@@ -202,41 +231,71 @@ def translated_product_articles() -> Iterator[Article]:
         sku, name, folder = product.sku, product.name, product.sku.lower()
         years = warranty_years(sku)
         hygiene = sku in HYGIENE_SKUS
-        de_return = ("Aus Hygienegründen nach dem Öffnen nicht rückgabefähig, außer bei Defekt." if hygiene
-                     else "Rückgabe innerhalb von 30 Tagen nach Zustellung, unbenutzt und originalverpackt.")
-        zh_return = "出于卫生原因，拆封后不能退货（商品有缺陷除外）。" if hygiene else "签收后 30 天内可退货，须未使用并保留原包装。"
-        yield Article(f"de/products/{folder}-guide", f"{name}: Produktinformationen", "de", "product_guide",
-                      translates=f"products/{folder}/guide", sku=sku,
-                      body=f"Artikelnummer {sku}\n\n## Technische Daten\n\n"
-                      f"{spec_rows(product, facts, DE_LABELS, product.price_cents)}\n\n## Rückgabe\n\n{de_return}")
-        yield Article(f"de/products/{folder}-warranty", f"{name}: Garantie und Rückgabe", "de", "warranty_returns",
-                      translates=f"products/{folder}/warranty", sku=sku,
-                      body=f"## Garantie\n\n{years} {DE_LABELS['years']} Garantie auf Material- und "
-                      f"Verarbeitungsfehler ab Zustellung.\n\n## Rückgabe\n\n{de_return}")
-        yield Article(f"zh/products/{folder}-guide", f"{name}：产品说明", "zh", "product_guide",
-                      translates=f"products/{folder}/guide", sku=sku,
-                      body=f"商品编号 {sku}\n\n## 规格\n\n{spec_rows(product, facts, ZH_LABELS, product.price_cents)}"
-                      f"\n\n## 退货\n\n{zh_return}")
-        yield Article(f"zh/products/{folder}-warranty", f"{name}：保修与退货", "zh", "warranty_returns",
-                      translates=f"products/{folder}/warranty", sku=sku,
-                      body=f"## 保修\n\n自签收之日起，材料和工艺缺陷保修 {years} 年。\n\n## 退货\n\n{zh_return}")
+        de_return = (
+            "Aus Hygienegründen nach dem Öffnen nicht rückgabefähig, außer bei Defekt."
+            if hygiene
+            else "Rückgabe innerhalb von 30 Tagen nach Zustellung, unbenutzt und originalverpackt."
+        )
+        zh_return = (
+            "出于卫生原因，拆封后不能退货（商品有缺陷除外）。"
+            if hygiene
+            else "签收后 30 天内可退货，须未使用并保留原包装。"
+        )
+        yield Article(
+            f"de/products/{folder}-guide",
+            f"{name}: Produktinformationen",
+            "de",
+            "product_guide",
+            translates=f"products/{folder}/guide",
+            sku=sku,
+            body=f"Artikelnummer {sku}\n\n## Technische Daten\n\n"
+            f"{spec_rows(product, facts, DE_LABELS, product.price_cents)}\n\n## Rückgabe\n\n{de_return}",
+        )
+        yield Article(
+            f"de/products/{folder}-warranty",
+            f"{name}: Garantie und Rückgabe",
+            "de",
+            "warranty_returns",
+            translates=f"products/{folder}/warranty",
+            sku=sku,
+            body=f"## Garantie\n\n{years} {DE_LABELS['years']} Garantie auf Material- und "
+            f"Verarbeitungsfehler ab Zustellung.\n\n## Rückgabe\n\n{de_return}",
+        )
+        yield Article(
+            f"zh/products/{folder}-guide",
+            f"{name}：产品说明",
+            "zh",
+            "product_guide",
+            translates=f"products/{folder}/guide",
+            sku=sku,
+            body=f"商品编号 {sku}\n\n## 规格\n\n{spec_rows(product, facts, ZH_LABELS, product.price_cents)}"
+            f"\n\n## 退货\n\n{zh_return}",
+        )
+        yield Article(
+            f"zh/products/{folder}-warranty",
+            f"{name}：保修与退货",
+            "zh",
+            "warranty_returns",
+            translates=f"products/{folder}/warranty",
+            sku=sku,
+            body=f"## 保修\n\n自签收之日起，材料和工艺缺陷保修 {years} 年。\n\n## 退货\n\n{zh_return}",
+        )
 
 
 # -- delivery, how-tos, FAQs, tables, translations -----------------------------------------------------------------
-def city_slug(name: str) -> str:
-    return name.lower().replace(" ", "-")
-
-
 def delivery_articles() -> Iterator[Article]:
     for city in CITIES:
         warehouse, days = WAREHOUSE_BY_REGION[city.region]
-        body = (f"Orders to {city.name}, {city.region} (ZIP codes starting {city.postal_prefix}) ship from our "
-                f"{warehouse} warehouse.\n\n## Standard shipping\n\nUsually {days} business days after dispatch; "
-                f"free on orders of $50 or more, $5.99 below.\n\n## Express shipping\n\n1-2 business days after "
-                f"dispatch for $14.99 when ordered before 1 pm Eastern.\n\n## Holidays\n\nFrom mid-November to the "
-                f"end of December allow 1-3 extra days.")
-        yield Article(f"delivery/{city_slug(city.name)}", f"Delivery to {city.name}, {city.region}", "en",
-                      "delivery", body=body)
+        body = (
+            f"Orders to {city.name}, {city.region} (ZIP codes starting {city.postal_prefix}) ship from our "
+            f"{warehouse} warehouse.\n\n## Standard shipping\n\nUsually {days} business days after dispatch; "
+            f"free on orders of $50 or more, $5.99 below.\n\n## Express shipping\n\n1-2 business days after "
+            f"dispatch for $14.99 when ordered before 1 pm Eastern.\n\n## Holidays\n\nFrom mid-November to the "
+            f"end of December allow 1-3 extra days."
+        )
+        yield Article(
+            f"delivery/{city_slug(city.name)}", f"Delivery to {city.name}, {city.region}", "en", "delivery", body=body
+        )
 
 
 def how_to_articles() -> Iterator[Article]:
@@ -259,12 +318,24 @@ def category_faq_articles() -> Iterator[Article]:
 
 def table_articles() -> Iterator[Article]:
     rows = "\n".join(f"| {CATEGORIES[p.sku[:2]][0]} | {p.name} | {warranty_years(p.sku)} year(s) |" for p in PRODUCTS)
-    yield Article("tables/warranty-by-product", "Warranty period of every product", "en", "table",
-                  body=f"| Category | Product | Warranty |\n|---|---|---|\n{rows}")
-    yield Article("tables/shipping-rates", "Shipping rates at a glance", "en", "table", body=(
-        "| Service | Days after dispatch | Cost |\n|---|---|---|\n| Standard, order under $50 | 3-5 | $5.99 |\n"
-        "| Standard, order of $50 or more | 3-5 | free |\n| Express (order before 1 pm Eastern) | 1-2 | $14.99 |\n"
-        "| USPS to P.O. box | 4-8 | as standard |\n| APO/FPO/DPO | 7-21 | as standard |"))
+    yield Article(
+        "tables/warranty-by-product",
+        "Warranty period of every product",
+        "en",
+        "table",
+        body=f"| Category | Product | Warranty |\n|---|---|---|\n{rows}",
+    )
+    yield Article(
+        "tables/shipping-rates",
+        "Shipping rates at a glance",
+        "en",
+        "table",
+        body=(
+            "| Service | Days after dispatch | Cost |\n|---|---|---|\n| Standard, order under $50 | 3-5 | $5.99 |\n"
+            "| Standard, order of $50 or more | 3-5 | free |\n| Express (order before 1 pm Eastern) | 1-2 | $14.99 |\n"
+            "| USPS to P.O. box | 4-8 | as standard |\n| APO/FPO/DPO | 7-21 | as standard |"
+        ),
+    )
     sizes = (("AP-5001", "| Size | US women's | US men's |\n|---|---|---|\n| S | 5-7 | 4-6 |\n| M | 7.5-9.5 | 6.5-8.5 |"
               "\n| L | 10-12 | 9-11.5 |\n| XL | - | 12-14 |"),
              ("AP-5002", "| Size | Chest | Sleeve |\n|---|---|---|\n| XS | 34 in | 32 in |\n| S | 36 in | 33 in |\n"
@@ -275,15 +346,27 @@ def table_articles() -> Iterator[Article]:
               " |\n| 42 | 40-44 in |\n| 44 | 42-46 in |"))  # fmt: skip
     names = {product.sku: product.name for product in PRODUCTS}
     for sku, table in sizes:
-        yield Article(f"tables/size-chart-{sku.lower()}", f"Size chart: {names[sku]}", "en", "size_chart", sku=sku,
-                      body=f"Measure over light clothing; between two sizes, take the larger.\n\n{table}")
+        yield Article(
+            f"tables/size-chart-{sku.lower()}",
+            f"Size chart: {names[sku]}",
+            "en",
+            "size_chart",
+            sku=sku,
+            body=f"Measure over light clothing; between two sizes, take the larger.\n\n{table}",
+        )
 
 
 def translation_articles() -> Iterator[Article]:
     for translation in TRANSLATIONS:
         original = f"{section_of(translation.slug)}/{translation.slug}"
-        yield Article(f"{translation.language}/{translation.slug}", translation.title, translation.language,
-                      "translation", translates=original, body=translation.body)
+        yield Article(
+            f"{translation.language}/{translation.slug}",
+            translation.title,
+            translation.language,
+            "translation",
+            translates=original,
+            body=translation.body,
+        )
 
 
 def all_articles() -> list[Article]:
@@ -298,8 +381,6 @@ def all_articles() -> list[Article]:
 
 def write_corpus(directory: Path = DATA_DIR) -> list[Article]:
     """Writes the articles and the manifest (and leaves nothing of an earlier run behind)."""
-    from benchmarks.knowledge_questions import write_questions
-
     articles = all_articles()
     rng = random.Random(SEED)
     target = directory / "articles"
@@ -316,7 +397,8 @@ def write_corpus(directory: Path = DATA_DIR) -> list[Article]:
         entry = {key: value for key, value in asdict(article).items() if key != "body" and value is not None}
         manifest.append(entry | {"updated": updated.isoformat()})
     (directory / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=1) + "\n", "utf-8")
-    write_questions(articles, directory / "questions.json")
+    current = {article.id for article in articles if article.status == "current"}
+    write_questions(current, directory / "questions.json")
     return articles
 
 

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.demo_shop.help_account import ACCOUNT_ARTICLES
+from app.demo_shop.help_returns import RETURN_ARTICLES
+
 
 @dataclass(frozen=True)
 class ArchivedChange:
@@ -221,3 +224,13 @@ TRANSLATIONS: tuple[Translation, ...] = (
     Translation("damaged-item", "zh", "收到的商品有损坏", "请在签收后 30 天内提供订单号和损坏照片联系我们。"
                 "我们会免费补发或全额退款（含运费）。"),
 )  # fmt: skip
+
+
+def section_of(slug: str) -> str:
+    if any(seed.slug == slug for seed in RETURN_ARTICLES):
+        return "returns"
+    return "account" if any(seed.slug == slug for seed in ACCOUNT_ARTICLES) else "orders"
+
+
+def city_slug(name: str) -> str:
+    return name.lower().replace(" ", "-")

@@ -8,7 +8,10 @@ product's pages answer questions no other page answers.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
+
+from app.demo_shop.catalog import PRODUCTS, CatalogProduct
 
 
 @dataclass(frozen=True)
@@ -398,3 +401,9 @@ PRODUCT_FACTS: tuple[ProductFacts, ...] = (
                   ("They only last an hour", "They got too little sun; move them or replace the batteries.")),
                  ),
 )  # fmt: skip
+
+
+def product_facts() -> Iterator[tuple[CatalogProduct, ProductFacts]]:
+    by_sku = {product.sku: product for product in PRODUCTS}
+    for facts in PRODUCT_FACTS:
+        yield by_sku[facts.sku], facts
