@@ -2,14 +2,8 @@
 
 ``search_knowledge(session, query, limit=5)`` returns the best chunks first as ``KnowledgeHit``s:
 
-1. Full-text candidates. On SQLite, FTS5 ``bm25`` over the trigram index (``knowledge_chunks_search``; the heading
-   path weighs twice the text). The query is cut into its words (runs of letters and digits, in any script) and
-   each word into its trigrams, OR-ed: a chunk sharing more of the question's trigrams, and rarer ones, ranks
-   higher, so a misspelled word still finds most of the right one, and a Chinese question (no spaces) finds the
-   chunks that hold its characters. The trigram tokenizer needs three characters a term, so shorter words only
-   count through the embeddings. On PostgreSQL, ``ts_rank`` over the GIN index's expression (repeated exactly so
-   the planner uses it), each word OR-ed as a ``plainto_tsquery('simple', ...)``. Nothing of the query reaches
-   either database as syntax: the words are bound parameters or quoted letters and digits.
+1. Full-text candidates (``app.knowledge.fulltext``): FTS5 ``bm25`` over the trigram index on SQLite, so a
+   misspelled word or a Chinese question still matches; ``ts_rank`` over the GIN index on PostgreSQL.
 2. Vector candidates: the question embedded by the same embedder as the chunks (``app.knowledge.vectors``), the
    nearest chunks by cosine (an in-process matrix on SQLite, the HNSW index on PostgreSQL), those under
    ``MIN_VECTOR_SIMILARITY`` left out.
@@ -28,7 +22,6 @@ enough to answer from (prefetch) and not a content gap.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -36,6 +29,7 @@ from datetime import datetime
 from sqlalchemy import bindparam, text
 from sqlmodel import Session
 
+from app.knowledge.fulltext import MAX_QUERY_CHARS, full_text_candidates, query_trigrams, query_words
 from app.knowledge.types import KnowledgeHit
 from app.knowledge.vectors import KnowledgeVectors, session_vectors
 
@@ -55,74 +49,11 @@ MIN_VECTOR_SIMILARITY = 0.1
 # Only a chunk holding nearly all of a question's trigrams passes the threshold on words alone.
 LEXICAL_WEIGHT = 0.6
 MIN_LEXICAL_TRIGRAMS = 6
-MAX_QUERY_CHARS = 1000
-MAX_TERMS = 64  # distinct trigrams (SQLite) or words (PostgreSQL) of one query
-TRIGRAM = 3
-HEADING_WEIGHT, TEXT_WEIGHT = 2.0, 1.0
-SEARCH_TABLE = "knowledge_chunks_search"
-# The GIN index expression of 0014_knowledge, repeated exactly so that the planner uses the index.
-PG_DOCUMENT = "to_tsvector('simple'::regconfig, heading_path || ' ' || left(text, 200000))"
-_WORD = re.compile(r"[^\W_]+")
 FULL_TEXT, VECTOR = "full_text", "vector"
 
 
 def is_confident(hit: KnowledgeHit) -> bool:
     return hit.confidence >= CONFIDENCE_THRESHOLD
-
-
-def query_words(query: str) -> list[str]:
-    """The query's words, lower-cased and deduplicated in order."""
-    words: dict[str, None] = {}
-    for word in _WORD.findall(query[:MAX_QUERY_CHARS].lower()):
-        words.setdefault(word, None)
-    return list(words)
-
-
-def query_trigrams(words: Sequence[str]) -> list[str]:
-    """Every distinct three-character window of the words (at most ``MAX_TERMS``), in order."""
-    trigrams: dict[str, None] = {}
-    for word in words:
-        for start in range(len(word) - TRIGRAM + 1):
-            trigrams.setdefault(word[start : start + TRIGRAM], None)
-    return list(trigrams)[:MAX_TERMS]
-
-
-def fts5_match(trigrams: Sequence[str]) -> str:
-    # Trigrams are letters and digits only: inside double quotes nothing of them is FTS5 syntax.
-    return " OR ".join(f'"{trigram}"' for trigram in trigrams)
-
-
-def full_text_candidates(session: Session, query: str, limit: int) -> list[int]:
-    """Chunk ids by full-text rank, best first."""
-    words = query_words(query)
-    if session.get_bind().dialect.name == "postgresql":
-        return _postgres_candidates(session, words[:MAX_TERMS], limit)
-    trigrams = query_trigrams(words)
-    if not trigrams:
-        return []
-    rows = session.execute(
-        text(
-            f"SELECT rowid FROM {SEARCH_TABLE} WHERE {SEARCH_TABLE} MATCH :match "
-            f"ORDER BY bm25({SEARCH_TABLE}, {HEADING_WEIGHT}, {TEXT_WEIGHT}), rowid DESC LIMIT :limit"
-        ),
-        {"match": fts5_match(trigrams), "limit": limit},
-    ).all()
-    return [int(row[0]) for row in rows]
-
-
-def _postgres_candidates(session: Session, words: Sequence[str], limit: int) -> list[int]:
-    if not words:
-        return []
-    tsquery = " || ".join(f"plainto_tsquery('simple'::regconfig, :w{index})" for index in range(len(words)))
-    rows = session.execute(
-        text(
-            f"WITH search AS (SELECT {tsquery} AS q) "
-            f"SELECT knowledge_chunks.id FROM knowledge_chunks, search WHERE {PG_DOCUMENT} @@ search.q "
-            f"ORDER BY ts_rank({PG_DOCUMENT}, search.q) DESC, knowledge_chunks.id DESC LIMIT :limit"
-        ),
-        {**{f"w{index}": word for index, word in enumerate(words)}, "limit": limit},
-    ).all()
-    return [int(row[0]) for row in rows]
 
 
 @dataclass
