@@ -22,7 +22,7 @@ enough to answer from (prefetch) and not a content gap.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -31,7 +31,7 @@ from sqlmodel import Session
 
 from app.knowledge.fulltext import MAX_QUERY_CHARS, full_text_candidates, query_trigrams, query_words
 from app.knowledge.types import KnowledgeHit
-from app.knowledge.vectors import KnowledgeVectors, session_vectors
+from app.knowledge.vectors import KnowledgeVectors, VectorMatch, session_vectors
 
 DEFAULT_LIMIT = 5
 MAX_LIMIT = 50
@@ -50,6 +50,7 @@ MIN_VECTOR_SIMILARITY = 0.1
 LEXICAL_WEIGHT = 0.6
 MIN_LEXICAL_TRIGRAMS = 6
 FULL_TEXT, VECTOR = "full_text", "vector"
+RETRIEVERS = (FULL_TEXT, VECTOR)
 
 
 def is_confident(hit: KnowledgeHit) -> bool:
@@ -85,19 +86,32 @@ class _ChunkRow:
 
 
 def search_knowledge(
-    session: Session, query: str, *, limit: int = DEFAULT_LIMIT, vectors: KnowledgeVectors | None = None
+    session: Session,
+    query: str,
+    *,
+    limit: int = DEFAULT_LIMIT,
+    vectors: KnowledgeVectors | None = None,
+    retrievers: Collection[str] = RETRIEVERS,
 ) -> list[KnowledgeHit]:
-    """The chunks that best answer ``query``, best first (at most ``limit``; none for a blank query)."""
+    """The chunks that best answer ``query``, best first (at most ``limit``; none for a blank query).
+
+    ``retrievers`` names the candidate lists to fuse; the app always runs both, the benchmark also each alone.
+    Confidence is computed the same way whichever ran."""
     limit = max(1, min(limit, MAX_LIMIT))
     if not query.strip():
         return []
     vectors = vectors or session_vectors(session)
     candidates = max(limit * CANDIDATE_FACTOR, MIN_CANDIDATES)
     question = vectors.embed_query(query[:MAX_QUERY_CHARS])
-    nearest = [
-        match for match in vectors.nearest(session, question, candidates) if match.similarity >= MIN_VECTOR_SIMILARITY
-    ]
-    fused = fuse({FULL_TEXT: full_text_candidates(session, query, candidates), VECTOR: [m.chunk_id for m in nearest]})
+    nearest: list[VectorMatch] = []
+    if VECTOR in retrievers:
+        found = vectors.nearest(session, question, candidates)
+        nearest = [match for match in found if match.similarity >= MIN_VECTOR_SIMILARITY]
+    rankings: dict[str, Sequence[int]] = {}
+    if FULL_TEXT in retrievers:
+        rankings[FULL_TEXT] = full_text_candidates(session, query, candidates)
+    rankings[VECTOR] = [match.chunk_id for match in nearest]
+    fused = fuse(rankings)
     similarity = {match.chunk_id: match.similarity for match in nearest}
     missing = [c.chunk_id for c in fused[: limit * 2] if c.chunk_id not in similarity]
     similarity.update(vectors.similarities(session, question, missing))
