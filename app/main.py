@@ -34,6 +34,8 @@ from app.web.console import common as console_common
 from app.web.console import conversation as console_conversation
 from app.web.console import customer as console_customer
 from app.web.console import inbox as console_inbox
+from app.web.console import knowledge as console_knowledge
+from app.web.console import knowledge_gaps as console_knowledge_gaps
 from app.web.console import overview as console_overview
 from app.web.event_streams import END_STREAMS
 from app.web.input import validation_error_response
@@ -86,6 +88,8 @@ def create_app(
     for console_router in (console_auth, console_inbox, console_conversation, console_customer, console_overview):
         app.include_router(console_router.router)
     app.include_router(console_admin.router)
+    app.include_router(console_knowledge.router)
+    app.include_router(console_knowledge_gaps.router)
     ops.install(app)
 
     return app
