@@ -28,6 +28,7 @@ from app.db import create_db_engine, upgrade
 from app.identity import VisitorTokens
 from app.infra.metrics import Metrics
 from app.infra.templates import prompt_environment
+from app.knowledge.vectors import attach_vectors, embedder_from_settings
 from app.live.broker import EventBroker
 from app.live.pg_broker import PostgresEventBroker
 from app.llm import LLMGateway
@@ -180,6 +181,8 @@ async def build_services(settings: Settings, seams: ServiceOverrides = ServiceOv
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     db = create_db_engine(settings.resolved_database_url)
     upgrade(db)
+    # Knowledge search embeds questions with memory's embedder (loaded at the first search, not here).
+    attach_vectors(db, embedder_from_settings(settings))
     gateway = seams.gateway or LLMGateway.from_settings(settings)
     tools = build_tool_registry(tools=demo_shop_tools(settings), tools_config_path=settings.tools_config_path)
     broker, message_limiter = shared_state(settings, db)

@@ -42,6 +42,10 @@ SYNC_CONVERSATION_DEADLINE_S = 180.0
 MAX_DEADLINE_S = 3600.0
 # More server processes than this on one machine only add memory and database connections.
 MAX_WORKERS = 64
+# The knowledge import (app.knowledge): chunks within about what the local embedder reads of a text (256 word
+# pieces); documents over the size cap are reported and skipped, so one huge file cannot stall an import.
+KNOWLEDGE_CHUNK_TOKENS = 256
+KNOWLEDGE_MAX_DOCUMENT_BYTES = 10 * 1024 * 1024
 
 
 class ModelPrice(BaseModel):
@@ -103,6 +107,10 @@ class Settings(BaseSettings):
     memory_embedding_base_url: str | None = None
     memory_embedding_api_key: SecretStr | None = None
     memory_pgvector_url: str | None = None
+    # The team's knowledge (app.knowledge), embedded with memory's embedder: the chunk budget in tokens, and the
+    # largest document a reader accepts (a file, a zip member, a page), in bytes.
+    knowledge_chunk_tokens: int = Field(default=KNOWLEDGE_CHUNK_TOKENS, ge=32, le=2048)
+    knowledge_max_document_bytes: int = Field(default=KNOWLEDGE_MAX_DOCUMENT_BYTES, ge=1024)
     admin_token: SecretStr | None = None
 
     shop_name: str = "Acme Kitchen"

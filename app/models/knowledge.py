@@ -24,6 +24,7 @@ import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
 
 from app.models.base import enum_type, json_type, utc_now
+from app.models.support import NEVER_REUSE_IDS
 
 SOURCE_NAME_LENGTH = 200
 LOCATOR_LENGTH = 2000
@@ -62,7 +63,9 @@ class KnowledgeDocument(SQLModel, table=True):
 
 class KnowledgeChunk(SQLModel, table=True):
     __tablename__ = "knowledge_chunks"
-    __table_args__ = (sa.UniqueConstraint("document_id", "position"),)
+    # A chunk id reaches replies and tool results, and search's in-process vector matrix tells a changed table by
+    # its highest id and row count: a replaced document's chunks must never come back under an old id.
+    __table_args__ = (sa.UniqueConstraint("document_id", "position"), NEVER_REUSE_IDS)
 
     id: int | None = Field(default=None, primary_key=True)
     document_id: int = Field(foreign_key="knowledge_documents.id", ondelete="CASCADE")

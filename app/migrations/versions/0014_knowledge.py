@@ -121,6 +121,7 @@ def _create_chunks() -> None:
         _foreign_key("knowledge_chunks", "document_id", "knowledge_documents", "CASCADE"),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_knowledge_chunks")),
         sa.UniqueConstraint("document_id", "position", name=op.f("uq_knowledge_chunks_document_id_position")),
+        sqlite_autoincrement=True,
     )
 
 

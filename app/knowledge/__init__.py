@@ -1,0 +1,11 @@
+"""The team's own knowledge: imported sources, chunking, hybrid search, and what replies cite.
+
+Map of the package (``app`` imports ``memory`` and ``compression``; nothing here is imported by them):
+
+- ``types``: the values passed between the parts (``SourceDocument``, ``DocumentFailure``, ``KnowledgeHit``).
+- ``chunking``: a document's Markdown into chunks that follow its headings within a token budget.
+- ``vectors``: chunk embeddings (memory's embedder), stored per dialect, nearest-neighbour search.
+- ``store``: one document with its chunks and vectors written in one transaction; content hashes.
+- ``importer``: ``import_documents`` (added, updated, unchanged, removed, failed) and its ``ImportReport``.
+- ``search``: ``search_knowledge``, full-text and vector candidates fused by reciprocal rank; the confidence rule.
+"""
