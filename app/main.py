@@ -81,7 +81,9 @@ def create_app(
     )
     app.add_middleware(RequestIds)
     console_common.install(app)  # the console's error pages and security headers
-    app.add_middleware(RequestLimits, routes=app.router.routes)  # outermost: size limits come before anything
+    # Outermost: size limits come before anything. The knowledge upload takes files, so a larger body.
+    upload_limit = {console_knowledge.UPLOAD_PATH: console_knowledge.MAX_UPLOAD_BYTES}
+    app.add_middleware(RequestLimits, routes=app.router.routes, body_limits=upload_limit)
     app.include_router(widget_api.router)
     app.include_router(widget_pages.router)
     app.include_router(admin_api.router)

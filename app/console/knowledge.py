@@ -50,16 +50,26 @@ class ImportSummary:
     failures: list[ImportFailure] = field(default_factory=list)
     dry_run: bool = False
 
+    notes: list[str] = field(default_factory=list)
+
     @classmethod
     def from_report(cls, report: dict[str, Any] | None) -> ImportSummary | None:
-        """The summary of a stored report; None when there is none. A count may be stored as a number or as the
-        list of what it counts; a report from an older or newer version reads as far as it matches."""
+        """The summary of a stored report; None when there is none. The exact counts are under ``counts`` (the
+        lists of locators are cut short); a report from an older or newer version reads as far as it matches."""
         if not isinstance(report, dict):
             return None
-        counts = {name: _count(report.get(name)) for name in REPORT_COUNTS}
+        stored = report.get("counts")
+        stored_counts = stored if isinstance(stored, dict) else {}
+        counts = {name: _count(stored_counts.get(name, report.get(name))) for name in REPORT_COUNTS}
         failed = report.get("failed")
         failures = [_failure(item) for item in failed[:FAILURES_SHOWN]] if isinstance(failed, list) else []
-        return cls(counts=counts, failures=failures, dry_run=bool(report.get("dry_run", False)))
+        notes = report.get("notes")
+        return cls(
+            counts=counts,
+            failures=failures,
+            dry_run=bool(report.get("dry_run", False)),
+            notes=[str(note) for note in notes] if isinstance(notes, list) else [],
+        )
 
 
 def _count(value: Any) -> int:
@@ -86,6 +96,7 @@ class SourceSummary:
     created_at: datetime
     last_import_at: datetime | None
     last_import: ImportSummary | None
+    origins: list[str] = field(default_factory=list)  # the URLs a re-import reads again; none for files
 
 
 @dataclass(frozen=True)
@@ -167,6 +178,7 @@ def _summaries(session: Session, sources: list[KnowledgeSource]) -> list[SourceS
                 created_at=source.created_at,
                 last_import_at=source.last_import_at,
                 last_import=ImportSummary.from_report(source.last_import_report),
+                origins=list(source.origins),
             )
         )
     return summaries
