@@ -46,6 +46,13 @@ MAX_WORKERS = 64
 # pieces); documents over the size cap are reported and skipped, so one huge file cannot stall an import.
 KNOWLEDGE_CHUNK_TOKENS = 256
 KNOWLEDGE_MAX_DOCUMENT_BYTES = 10 * 1024 * 1024
+# Knowledge import from the web (app.knowledge.web): a help page answers in well under a second; a slow site gets
+# the timeout per request, and the deadline bounds one document however slowly its bytes trickle in.
+KNOWLEDGE_FETCH_TIMEOUT_S = 10.0
+KNOWLEDGE_FETCH_DEADLINE_S = 30.0
+# Requests at once to one site: polite for a shop's own web server, still quick for a sitemap of a few thousand pages.
+KNOWLEDGE_FETCH_CONCURRENCY_PER_HOST = 4
+KNOWLEDGE_MAX_PAGES = 10_000
 
 
 class ModelPrice(BaseModel):
@@ -111,6 +118,13 @@ class Settings(BaseSettings):
     # largest document a reader accepts (a file, a zip member, a page), in bytes.
     knowledge_chunk_tokens: int = Field(default=KNOWLEDGE_CHUNK_TOKENS, ge=32, le=2048)
     knowledge_max_document_bytes: int = Field(default=KNOWLEDGE_MAX_DOCUMENT_BYTES, ge=1024)
+    # Importing from the web. Internal addresses (loopback, private networks, link-local, cloud metadata) are refused
+    # unless allowed: allow them to import an intranet, knowing every import may then reach the desk's own network.
+    knowledge_allow_private_urls: bool = False
+    knowledge_fetch_timeout_s: float = Field(default=KNOWLEDGE_FETCH_TIMEOUT_S, gt=0, le=MAX_DEADLINE_S)
+    knowledge_fetch_deadline_s: float = Field(default=KNOWLEDGE_FETCH_DEADLINE_S, gt=0, le=MAX_DEADLINE_S)
+    knowledge_fetch_concurrency_per_host: int = Field(default=KNOWLEDGE_FETCH_CONCURRENCY_PER_HOST, ge=1, le=32)
+    knowledge_max_pages: int = Field(default=KNOWLEDGE_MAX_PAGES, ge=1)
     admin_token: SecretStr | None = None
 
     shop_name: str = "Acme Kitchen"

@@ -8,4 +8,8 @@ Map of the package (``app`` imports ``memory`` and ``compression``; nothing here
 - ``store``: one document with its chunks and vectors written in one transaction; content hashes.
 - ``importer``: ``import_documents`` (added, updated, unchanged, removed, failed) and its ``ImportReport``.
 - ``search``: ``search_knowledge``, full-text and vector candidates fused by reciprocal rank; the confidence rule.
+- ``web``: ``read_urls``, pages and sitemaps fetched into ``SourceDocument``s, with its parts ``web_fetch`` (HTTP
+  within limits, robots.txt via ``web_robots``, same-site redirects), ``web_address`` (internal addresses refused,
+  connections pinned to the checked address), ``web_sitemap`` and ``web_html`` (a page's main content as Markdown,
+  for HTML files too).
 """
