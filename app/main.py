@@ -34,6 +34,8 @@ from app.web.console import common as console_common
 from app.web.console import conversation as console_conversation
 from app.web.console import customer as console_customer
 from app.web.console import inbox as console_inbox
+from app.web.console import knowledge as console_knowledge
+from app.web.console import knowledge_gaps as console_knowledge_gaps
 from app.web.console import overview as console_overview
 from app.web.event_streams import END_STREAMS
 from app.web.input import validation_error_response
@@ -79,7 +81,9 @@ def create_app(
     )
     app.add_middleware(RequestIds)
     console_common.install(app)  # the console's error pages and security headers
-    app.add_middleware(RequestLimits, routes=app.router.routes)  # outermost: size limits come before anything
+    # Outermost: size limits come before anything. The knowledge upload takes files, so a larger body.
+    upload_limit = {console_knowledge.UPLOAD_PATH: console_knowledge.MAX_UPLOAD_BYTES}
+    app.add_middleware(RequestLimits, routes=app.router.routes, body_limits=upload_limit)
     app.include_router(widget_api.router)
     app.include_router(widget_ratings.router)
     app.include_router(widget_pages.router)
@@ -87,6 +91,8 @@ def create_app(
     for console_router in (console_auth, console_inbox, console_conversation, console_customer, console_overview):
         app.include_router(console_router.router)
     app.include_router(console_admin.router)
+    app.include_router(console_knowledge.router)
+    app.include_router(console_knowledge_gaps.router)
     ops.install(app)
 
     return app

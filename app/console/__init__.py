@@ -10,5 +10,7 @@
 - ``customer``: the customer panel (profile, orders through the tool layer, memories through ``CustomerMemory``).
 - ``memories``: supervisors' memory edits, with due dates and expiry derived from the text or given in the form.
 - ``overview``: the dashboard figures, from persisted data so they survive restarts.
+- ``knowledge``: the Knowledge page's sources, documents and chunks with their counts; deleting them, audited.
+- ``knowledge_gaps``: open content gaps grouped by similar questions; dismissing them or marking them covered.
 - ``rendering``: the HTML template environment and sanitised Markdown.
 """

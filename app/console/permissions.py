@@ -1,9 +1,9 @@
 """What each staff role may do in the console.
 
 - agent: the inbox and conversations, replies, takeover, hand-back, private notes, close, reopen, assignment;
-  reading memories and the conversation figures of the overview.
+  reading memories and the conversation figures of the overview; reading the knowledge page and its search.
 - supervisor: also adding, editing, locking and deleting memories, all LLM usage and cost, retrying failed
-  outbox rows.
+  outbox rows; importing, re-importing and deleting knowledge, and resolving content gaps.
 - admin: also managing staff, and exporting or erasing a customer.
 
 A refusal is a 403 and an audit event (``console.forbidden``), recorded by the route dependency that checks it.
@@ -22,6 +22,7 @@ class Permission(StrEnum):
     EDIT_MEMORIES = "edit_memories"
     VIEW_USAGE = "view_usage"
     RETRY_OUTBOX = "retry_outbox"
+    MANAGE_KNOWLEDGE = "manage_knowledge"
     MANAGE_STAFF = "manage_staff"
     EXPORT_ERASE = "export_erase"
 
@@ -30,7 +31,12 @@ class Permission(StrEnum):
 STAFF_ACTOR_PREFIX = "staff:"
 
 _AGENT = frozenset({Permission.WORK_CONVERSATIONS})
-_SUPERVISOR = _AGENT | {Permission.EDIT_MEMORIES, Permission.VIEW_USAGE, Permission.RETRY_OUTBOX}
+_SUPERVISOR = _AGENT | {
+    Permission.EDIT_MEMORIES,
+    Permission.VIEW_USAGE,
+    Permission.RETRY_OUTBOX,
+    Permission.MANAGE_KNOWLEDGE,
+}
 _ADMIN = _SUPERVISOR | {Permission.MANAGE_STAFF, Permission.EXPORT_ERASE}
 ROLE_PERMISSIONS: dict[StaffRole, frozenset[Permission]] = {
     StaffRole.AGENT: _AGENT,

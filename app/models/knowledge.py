@@ -1,7 +1,8 @@
 """The team's knowledge: imported sources, their documents and chunks, the chunks a reply cited, and content gaps.
 
 - ``KnowledgeSource``: one named origin of documents (a folder, a list of URLs, a sitemap, the demo shop's
-  articles). Its last import's report is kept as JSON for the console.
+  articles). Its last import's report is kept as JSON for the console; ``origins`` holds the page and sitemap
+  URLs a console import read, which its re-import reads again (empty for files).
 - ``KnowledgeDocument``: one imported page or file, keyed within its source by ``locator`` (the path inside the
   source, or the URL). ``content_hash`` is the SHA-256 of the extracted text: a re-import that finds the same hash
   touches nothing. ``url`` is only set for an http(s) address a customer may follow.
@@ -42,6 +43,7 @@ class KnowledgeSource(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utc_now)
     last_import_at: datetime | None = None
     last_import_report: dict[str, Any] | None = Field(default=None, sa_type=json_type(nullable=True))
+    origins: list[str] = Field(default_factory=list, sa_type=json_type())
 
 
 class KnowledgeDocument(SQLModel, table=True):

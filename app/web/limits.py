@@ -2,7 +2,8 @@
 
 - A request line longer than ``MAX_URL_BYTES`` is a 414; headers over ``MAX_HEADER_BYTES`` in all, or more than
   ``MAX_HEADER_COUNT`` of them, a 431; a body over ``MAX_BODY_BYTES`` a 413. Bodies are read up to that limit before
-  the route runs, whether the client sent a ``Content-Length`` or chunks.
+  the route runs, whether the client sent a ``Content-Length`` or chunks. A path given its own limit
+  (``body_limits``: the console's knowledge upload) is held to that one instead.
 - Before the 413, the rest of the body is read and thrown away, up to ``OVERSIZE_DRAIN_BYTES`` more: clients send
   their whole body before they read the answer, and a connection closed on unread bytes is reset, which destroys
   the answer. A body that ends within that gets its 413 on a connection that stays usable; a longer one (or one
@@ -17,6 +18,7 @@ past even that is refused, as readably, by ``app.web.http_protocol``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from starlette.datastructures import Headers, MutableHeaders
@@ -40,11 +42,13 @@ def _error(status_code: int, detail: str) -> Response:
 
 
 class RequestLimits:
-    """See the module docstring. ``routes`` are the application's, to know which methods a path allows."""
+    """See the module docstring. ``routes`` are the application's, to know which methods a path allows;
+    ``body_limits`` maps an exact path to the body size it accepts instead of ``MAX_BODY_BYTES``."""
 
-    def __init__(self, app: ASGIApp, *, routes: list[BaseRoute]) -> None:
+    def __init__(self, app: ASGIApp, *, routes: list[BaseRoute], body_limits: Mapping[str, int] | None = None) -> None:
         self.app = app
         self.routes = routes
+        self.body_limits = dict(body_limits or {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -59,10 +63,11 @@ class RequestLimits:
             await self._options(scope, receive, send)
             return
         if scope["method"] in _BODY_METHODS:
-            body = await _read_body(receive, headers)
+            limit = self.body_limits.get(scope["path"], MAX_BODY_BYTES)
+            body = await _read_body(receive, headers, limit)
             if isinstance(body, _Oversize):
-                too_large = _error(413, f"The request body is larger than {MAX_BODY_BYTES} bytes.")
-                if not (body.ended or await _drained(receive, headers)):
+                too_large = _error(413, f"The request body is larger than {limit} bytes.")
+                if not (body.ended or await _drained(receive, headers, limit)):
                     too_large.headers["Connection"] = "close"
                 await too_large(scope, receive, send)
                 return
@@ -124,10 +129,10 @@ class _Oversize:
     ended: bool
 
 
-async def _read_body(receive: Receive, headers: Headers) -> bytes | _Oversize:
-    """The whole body, or ``_Oversize`` as soon as it is known to be over the limit."""
+async def _read_body(receive: Receive, headers: Headers, limit: int) -> bytes | _Oversize:
+    """The whole body, or ``_Oversize`` as soon as it is known to be over ``limit``."""
     declared = _declared_length(headers)
-    if declared is not None and declared > MAX_BODY_BYTES:
+    if declared is not None and declared > limit:
         return _Oversize(ended=False)
     chunks: list[bytes] = []
     size = 0
@@ -137,7 +142,7 @@ async def _read_body(receive: Receive, headers: Headers) -> bytes | _Oversize:
             break
         chunk = message.get("body", b"")
         size += len(chunk)
-        if size > MAX_BODY_BYTES:
+        if size > limit:
             return _Oversize(ended=not message.get("more_body", False))
         chunks.append(chunk)
         if not message.get("more_body", False):
@@ -145,12 +150,12 @@ async def _read_body(receive: Receive, headers: Headers) -> bytes | _Oversize:
     return b"".join(chunks)
 
 
-async def _drained(receive: Receive, headers: Headers) -> bool:
+async def _drained(receive: Receive, headers: Headers, limit: int) -> bool:
     """Read and throw away the rest of an oversize body; True when it ended within ``OVERSIZE_DRAIN_BYTES``."""
     declared = _declared_length(headers)
-    if declared is not None and declared > MAX_BODY_BYTES + OVERSIZE_DRAIN_BYTES:
+    if declared is not None and declared > limit + OVERSIZE_DRAIN_BYTES:
         return False
-    if declared is not None and declared > MAX_BODY_BYTES and headers.get("expect", "").lower() == "100-continue":
+    if declared is not None and declared > limit and headers.get("expect", "").lower() == "100-continue":
         return False  # the client waits to be asked for its body, and is not asked: it never sends it
     discarded = 0
     while discarded <= OVERSIZE_DRAIN_BYTES:

@@ -87,6 +87,7 @@ def _create_sources_and_documents() -> None:
         _timestamp("created_at"),
         _timestamp("last_import_at", nullable=True),
         sa.Column("last_import_report", sa.JSON(none_as_null=True), nullable=True),
+        sa.Column("origins", sa.JSON(), nullable=False),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_knowledge_sources")),
         sa.UniqueConstraint("name", name=op.f("uq_knowledge_sources_name")),
     )

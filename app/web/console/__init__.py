@@ -7,4 +7,6 @@
 - ``customer``: the customer panel and memory edits.
 - ``overview``: the dashboard.
 - ``admin``: staff accounts, customer export and erasure.
+- ``knowledge``: the Knowledge page (sources, documents, chunks) and supervisors' deletions.
+- ``knowledge_gaps``: the content gaps, grouped, and their dismissal or coverage.
 """
