@@ -77,7 +77,6 @@ def bulk_load(engine: Any, articles_dir: Path, target_chunks: int, log: Callable
     """Variations through the real importer (hashing vectors) until ``target_chunks`` chunks are stored."""
     from app.knowledge.importer import import_documents
     from app.knowledge.vectors import KnowledgeVectors
-
     from memory.embedders import HashingEmbedder
 
     vectors = KnowledgeVectors(HashingEmbedder())
@@ -110,8 +109,9 @@ def _document_count(engine: Any) -> int:
 
 
 def time_searches(engine: Any, questions: Sequence[str], samples: int) -> dict[str, Any]:
-    from app.knowledge.search import search_knowledge
     from sqlmodel import Session
+
+    from app.knowledge.search import search_knowledge
 
     latencies, found = [], 0
     for index in range(SEARCH_WARMUP + samples):

@@ -65,7 +65,6 @@ def prepare_environment(work_dir: Path) -> None:
 def local_vectors(engine: Any) -> Any:
     """The local MiniLM embedder for ``engine``'s knowledge, loaded now so its start-up is not timed."""
     from app.knowledge.vectors import attach_vectors
-
     from memory.embedders import local_embedder
 
     embedder = local_embedder()
@@ -82,8 +81,9 @@ def fresh_sqlite_engine(directory: Path) -> Any:
 
 
 def timed_import(engine: Any, articles_dir: Path) -> tuple[Any, float]:
-    from app.knowledge.importer import import_documents
     from app.knowledge.readers import read_paths
+
+    from app.knowledge.importer import import_documents
 
     started = time.perf_counter()
     report = import_documents(engine, SOURCE_NAME, read_paths([articles_dir]))

@@ -22,7 +22,8 @@ from sqlmodel import Session
 
 from app.console import knowledge
 from app.console.permissions import Permission, Staff
-from app.knowledge.search import CONFIDENCE_THRESHOLD, MAX_QUERY_CHARS, is_confident, search_knowledge
+from app.knowledge.fulltext import MAX_QUERY_CHARS
+from app.knowledge.search import CONFIDENCE_THRESHOLD, is_confident, search_knowledge
 from app.knowledge.types import KnowledgeHit
 from app.web.console.common import ConsoleError, after_action, console_router, is_htmx, page
 from app.web.deps import DbDep, KnowledgeEditorDep, WorkerDep
