@@ -4,8 +4,8 @@ Any signed-in staff member reads the page, a source's documents and a document's
 search box what the bot would find for a question: each hit with its fused score, its confidence, each
 retriever's rank and whether it clears the threshold that prefetch and content gaps use. Deleting a
 source or a document needs the supervisor role (``Permission.MANAGE_KNOWLEDGE``) and a ticked confirmation box
-in the form; without it nothing is deleted and the answer says why (400). Imports live in
-``app.web.console.knowledge_import``, content gaps in ``app.web.console.knowledge_gaps``.
+in the form; without it nothing is deleted and the answer says why (400). Content gaps live in
+``app.web.console.knowledge_gaps``.
 """
 
 from __future__ import annotations
