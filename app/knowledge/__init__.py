@@ -7,6 +7,7 @@ Map of the package (``app`` imports ``memory`` and ``compression``; nothing here
 - ``vectors``: chunk embeddings (memory's embedder), stored per dialect, nearest-neighbour search.
 - ``store``: one document with its chunks and vectors written in one transaction; content hashes.
 - ``importer``: ``import_documents`` (added, updated, unchanged, removed, failed) and its ``ImportReport``.
+- ``fulltext``: the full-text candidates (SQLite FTS5 trigrams, PostgreSQL full-text), the query read as plain words.
 - ``search``: ``search_knowledge``, full-text and vector candidates fused by reciprocal rank; the confidence rule.
 - ``web``: ``read_urls``, pages and sitemaps fetched into ``SourceDocument``s, with its parts ``web_fetch`` (HTTP
   within limits, robots.txt via ``web_robots``, same-site redirects), ``web_address`` (internal addresses refused,
