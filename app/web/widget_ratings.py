@@ -9,9 +9,10 @@ conversation has none, so it never asks twice.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, status
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from sqlmodel import Session
 
 from app.models import Conversation, ConversationStatus, utc_now
@@ -32,10 +33,17 @@ router = APIRouter(
 RATING_CHANGE_WINDOW = timedelta(days=1)
 
 
+def _json_number(value: object) -> object:
+    if isinstance(value, bool | str):
+        raise ValueError("The score must be a number from 1 to 5.")
+    return value
+
+
 class RatingIn(BaseModel):
     model_config = ConfigDict(extra="forbid")  # a misspelt field is an error, not a rating without its comment
 
-    score: int = Field(ge=1, le=5, strict=True, description="1 (bad) to 5 (great)")
+    # A JSON number, whole (3 and 3.0 alike, as JSON Schema's "integer" allows); never a string or a boolean.
+    score: Annotated[int, BeforeValidator(_json_number)] = Field(ge=1, le=5, description="1 (bad) to 5 (great)")
     comment: FreeText | None = Field(default=None, max_length=CSAT_COMMENT_LENGTH)
 
 
@@ -72,9 +80,7 @@ def get_rating(
     return rating
 
 
-@router.put(
-    "/conversations/{conversation_ref}/rating", response_model=RatingOut, responses=error_responses(404, 409, 422)
-)
+@router.put("/conversations/{conversation_ref}/rating", response_model=RatingOut, responses=error_responses(404, 409))
 def put_rating(
     conversation_ref: ConversationRef, body: RatingIn, visitor: VisitorDep, session: SessionDep, settings: SettingsDep
 ) -> RatingOut:
