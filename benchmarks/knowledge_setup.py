@@ -81,9 +81,8 @@ def fresh_sqlite_engine(directory: Path) -> Any:
 
 
 def timed_import(engine: Any, articles_dir: Path) -> tuple[Any, float]:
-    from app.knowledge.readers import read_paths
-
     from app.knowledge.importer import import_documents
+    from app.knowledge.readers import read_paths
 
     started = time.perf_counter()
     report = import_documents(engine, SOURCE_NAME, read_paths([articles_dir]))

@@ -9,6 +9,8 @@ Map of the package (``app`` imports ``memory`` and ``compression``; nothing here
 - ``importer``: ``import_documents`` (added, updated, unchanged, removed, failed) and its ``ImportReport``.
 - ``fulltext``: the full-text candidates (SQLite FTS5 trigrams, PostgreSQL full-text), the query read as plain words.
 - ``search``: ``search_knowledge``, full-text and vector candidates fused by reciprocal rank; the confidence rule.
+- ``readers``: ``read_paths``, files, folders and ZIP archives read into ``SourceDocument``s, each file through
+  ``formats`` (Markdown with its front matter, HTML through ``web_html``, PDF text layers, plain text).
 - ``web``: ``read_urls``, pages and sitemaps fetched into ``SourceDocument``s, with its parts ``web_fetch`` (HTTP
   within limits, robots.txt via ``web_robots``, same-site redirects), ``web_address`` (internal addresses refused,
   connections pinned to the checked address), ``web_sitemap`` and ``web_html`` (a page's main content as Markdown,
