@@ -21,7 +21,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-from sqlalchemy import Engine, func
+from sqlalchemy import Engine, func, inspect
 from sqlmodel import Session, col, select
 
 from app.cli.common import (
@@ -95,7 +95,7 @@ def import_command(
     name = source if source is not None else default_source_name(targets[0])
     settings = load_settings(database_url)
     documents = _documents(targets, settings)
-    with database_errors_explained(), _opened_database(settings) as engine, _progress_bar() as progress:
+    with database_errors_explained(), _opened_database(settings, embeds=True) as engine, _progress_bar() as progress:
         try:
             report = import_documents(engine, name, documents, prune=prune, dry_run=dry_run, progress=progress)
         except SourceNameError as error:
@@ -124,10 +124,14 @@ def _documents(targets: list[str], settings: Settings) -> Iterator[ReadResult]:
 
 
 @contextmanager
-def _opened_database(settings: Settings) -> Iterator[Engine]:
+def _opened_database(settings: Settings, *, embeds: bool = False) -> Iterator[Engine]:
+    """The settings' database, its schema checked; with ``embeds``, the settings' embedder attached to it."""
     engine = create_db_engine(settings.resolved_database_url)
-    attach_vectors(engine, embedder_from_settings(settings))
     try:
+        if not inspect(engine).has_table(KnowledgeSource.__tablename__):
+            raise CommandError("the database has no knowledge tables yet; run memdesk migrate, then this again.")
+        if embeds:
+            attach_vectors(engine, embedder_from_settings(settings))
         yield engine
     finally:
         engine.dispose()
@@ -174,12 +178,8 @@ def list_command(as_json: JsonOption = False, database_url: DatabaseUrlOption = 
 
     Each source with its documents, chunks and last import."""
     settings = load_settings(database_url)
-    with database_errors_explained():
-        engine = create_db_engine(settings.resolved_database_url)
-        try:
-            rows = source_rows(engine)
-        finally:
-            engine.dispose()
+    with database_errors_explained(), _opened_database(settings) as engine:
+        rows = source_rows(engine)
     if as_json:
         print(json.dumps(rows, ensure_ascii=False))
     elif not rows:
@@ -244,14 +244,9 @@ def delete_command(
     if not yes:
         raise CommandError(f"this deletes the source {source!r} and all its documents; add --yes to confirm.")
     settings = load_settings(database_url)
-    with database_errors_explained():
-        engine = create_db_engine(settings.resolved_database_url)
-        try:
-            with Session(engine) as session:
-                removed = delete_source(session, source)
-                session.commit()
-        finally:
-            engine.dispose()
+    with database_errors_explained(), _opened_database(settings) as engine, Session(engine) as session:
+        removed = delete_source(session, source)
+        session.commit()
     if removed is None:
         raise CommandError(f"there is no source named {source!r}; memdesk knowledge list shows the sources.")
     print(f"Deleted the source {source!r} and its {removed} documents.")

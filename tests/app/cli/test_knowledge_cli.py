@@ -126,3 +126,11 @@ def test_files_and_web_pages_import_together(
         url = site.page("/warranty", "Warranty", "<h1>Warranty</h1><p>Two years on every kettle we sell.</p>")
         report = run_json(capsys, "knowledge", "import", str(help_center), url, "--source", "all", "--json")
     assert report["added"] == ["orders/returns.md", "shipping.txt", url]
+
+
+def test_an_unmigrated_database_says_to_run_migrate(
+    tmp_path: Path, help_center: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'empty.db'}"
+    assert main(["knowledge", "import", str(help_center), "--database-url", url]) == 1
+    assert "run memdesk migrate" in capsys.readouterr().err
