@@ -22,7 +22,7 @@ from pathlib import PurePosixPath
 from urllib.parse import urlsplit
 
 from pypdf import PdfReader
-from pypdf.errors import DependencyError, PyPdfError
+from pypdf.errors import DependencyError
 
 from app.knowledge.web_html import UnreadableHtml, html_to_markdown, looks_binary
 
@@ -149,8 +149,9 @@ def _pdf(data: bytes) -> Converted:
         title = _pdf_title(reader)
     except UnreadableFile:
         raise
-    except (PyPdfError, ValueError, KeyError, TypeError, AttributeError) as error:
-        # pypdf meets a damaged file with whatever its parser tripped on, not only its own errors.
+    except Exception as error:
+        # pypdf meets a damaged file with whatever its parser tripped on (KeyError, IndexError, zlib.error...), not
+        # only its own PyPdfError; one bad file must not end the import.
         logger.info("knowledge import: a PDF could not be read", exc_info=True)
         raise UnreadableFile(
             f"is a damaged PDF that cannot be read ({type(error).__name__}); export it again"

@@ -148,6 +148,8 @@ def _document(locator: str, data: bytes, updated_at: datetime | None) -> ReadRes
         converted = convert(locator, data)
     except UnreadableFile as error:
         return DocumentFailure(locator, str(error))
+    if not converted.markdown.strip():
+        return DocumentFailure(locator, "is empty: it has no text to import")
     title = converted.title or PurePosixPath(locator).stem
     return SourceDocument(
         locator=locator, title=title, markdown=converted.markdown, url=converted.url, updated_at=updated_at

@@ -167,8 +167,9 @@ def test_unreadable_pdf_fails_with_what_to_do(tmp_path: Path, content: bytes, ex
         ("latin.md", "# Caf\xe9\n".encode("latin-1"), "is not UTF-8 text"),
         ("report.docx", b"PK\x03\x04", "has the type .docx, which memdesk does not import; it imports .md,"),
         ("LICENSE", b"MIT", "has no extension"),
+        ("blank.md", b"---\ntitle: Draft\n---\n\n", "is empty"),
     ],
-    ids=["lying-about-type", "nul-bytes", "not-utf8", "unsupported", "no-extension"],
+    ids=["lying-about-type", "nul-bytes", "not-utf8", "unsupported", "no-extension", "empty"],
 )
 def test_bad_file_fails_with_a_sentence_and_the_rest_is_read(
     tmp_path: Path, name: str, content: bytes, expected: str
