@@ -217,6 +217,7 @@ def test_a_policy_question_the_knowledge_answers_gets_search_knowledge_prefetche
         client.post(url, json={"content": "When do refunds reach the original payment method?"})
         live.wait_for_reply(conversation_id)
         sent = scripted_server.chat_requests[-1].messages
+        assert "never\n  state a policy that no source gave you" in sent[0]["content"]
         assert sent[2]["tool_calls"][0]["function"]["name"] == "search_knowledge"
         found = json.loads(sent[3]["content"])
         assert found["confident"] and found["results"][0]["ref"] == 1
