@@ -182,9 +182,13 @@ async def build_services(settings: Settings, seams: ServiceOverrides = ServiceOv
     db = create_db_engine(settings.resolved_database_url)
     upgrade(db)
     # Knowledge search embeds questions with memory's embedder (loaded at the first search, not here).
-    attach_vectors(db, embedder_from_settings(settings))
+    knowledge_vectors = attach_vectors(db, embedder_from_settings(settings))
     gateway = seams.gateway or LLMGateway.from_settings(settings)
-    tools = build_tool_registry(tools=demo_shop_tools(settings), tools_config_path=settings.tools_config_path)
+    tools = build_tool_registry(
+        tools=demo_shop_tools(settings),
+        tools_config_path=settings.tools_config_path,
+        knowledge_vectors=knowledge_vectors,
+    )
     broker, message_limiter = shared_state(settings, db)
     metrics = Metrics()
     metrics.watch_ledger(gateway.ledger)

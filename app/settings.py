@@ -92,8 +92,8 @@ class Settings(BaseSettings):
     embedded_max_reply_tokens: int = Field(default=EMBEDDED_MAX_REPLY_TOKENS, ge=16)
     # Stop a streamed reply that loops (app.llm.repetition): for the embedded model only, for every model, or never.
     repetition_guard: Literal["embedded", "always", "off"] = "embedded"
-    # Look up the customer's named order (or the clear best help article) before the model is called
-    # (app.turns.preparation).
+    # Look up the customer's named order (or the knowledge chunk that answers with confidence) before the model is
+    # called (app.turns.preparation).
     prefetch: bool = True
     model_prices: dict[str, ModelPrice] = Field(default_factory=dict)
 

@@ -4,7 +4,7 @@
 
 The output is committed, so the labelled set stays fixed; regenerating it must give the same bytes. The families:
 
-- the demo shop's own help articles (``app.demo_shop.HELP_ARTICLES``), the current policies;
+- the demo shop's own help articles (``app.demo_shop.demo_help_documents``), the current policies;
 - their 2024 versions with other numbers (a 14-day return window...), marked archived, each naming its successor;
 - per product: a guide with a specification table, care steps, an FAQ list, troubleshooting with one heading per
   problem, and a warranty-and-returns page (near-duplicates of each other across products), plus 2024 editions of
@@ -27,9 +27,8 @@ from dataclasses import asdict, dataclass
 from datetime import date, timedelta
 from pathlib import Path
 
-from app.demo_shop import HELP_ARTICLES
 from app.demo_shop.catalog import CITIES, PRODUCTS, CatalogProduct
-from benchmarks.knowledge_policies import ARCHIVED_2024, HOW_TOS, TRANSLATIONS, city_slug, section_of
+from benchmarks.knowledge_policies import ARCHIVED_2024, HOW_TOS, TRANSLATIONS, city_slug, demo_articles, section_of
 from benchmarks.knowledge_products import (
     CATEGORIES,
     HYGIENE_SKUS,
@@ -92,8 +91,9 @@ def returnable_sentence(sku: str) -> str:
 
 # -- the demo shop's articles and their 2024 versions -------------------------------------------------------------
 def policy_articles() -> Iterator[Article]:
-    seeds = {seed.slug: seed for seed in HELP_ARTICLES}
-    for seed in HELP_ARTICLES:
+    articles = demo_articles()
+    seeds = {seed.slug: seed for seed in articles}
+    for seed in articles:
         yield Article(f"{section_of(seed.slug)}/{seed.slug}", seed.title, "en", "policy", body=seed.body)
     for archived in ARCHIVED_2024:
         seed = seeds[archived.slug]

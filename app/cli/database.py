@@ -57,18 +57,22 @@ BaseDateOption = Annotated[
 
 
 def seed_demo_command(base_date: BaseDateOption = None, database_url: DatabaseUrlOption = None) -> None:
-    """Fill the database with the demo shop and two customers' earlier conversations (safe to run again)."""
+    """Fill the database with the demo shop, its help center and two customers' earlier conversations (safe to run
+    again)."""
     from app.demo_shop import DEMO_BASE_DATE, seed_demo
     from app.demo_shop.history import seed_history
+    from app.knowledge.vectors import attach_vectors, embedder_from_settings
 
     settings = load_settings(database_url)
     url = settings.resolved_database_url
     with database_errors_explained():
         migrate(url)
         engine = create_db_engine(url)
+        # The help center's chunks are embedded as the desk will embed questions: memory's embedder.
+        vectors = attach_vectors(engine, embedder_from_settings(settings))
         try:
             with Session(engine) as session:
-                report = seed_demo(session, base_date=base_date or DEMO_BASE_DATE)
+                report = seed_demo(session, base_date=base_date or DEMO_BASE_DATE, vectors=vectors)
                 history = seed_history(session)
             print(report.describe())
             print(history.describe())

@@ -47,7 +47,7 @@ TOOL_PHRASES: dict[str, str] = {
     "cancel_order": "cancelled order {order_number}",
     "request_refund": "requested a refund for {order_number}",
     "change_shipping_address": "changed the shipping address of {order_number}",
-    "search_help_articles": "searched the help center for “{query}”",
+    "search_knowledge": "searched the knowledge for “{query}”",
     "transfer_to_human": "handed the conversation to a person",
 }
 GIST_KEYS = ("status", "message", "summary", "total_orders")

@@ -2,13 +2,16 @@
 
 It plugs into the framework at two seams. Its tools (``shop_tools``) are handed to ``app.tools.build_tool_registry``
 like any other tool (``MEMDESK_DEMO_SHOP`` switches them off when a real shop's HTTP tools take over), and its data is
-written by ``memdesk seed-demo`` (``seed_demo``) into the shop tables of ``app.models.shop``.
+written by ``memdesk seed-demo`` (``seed_demo``) into the shop tables of ``app.models.shop``; its help center is an
+ordinary knowledge source.
 
 - ``tools``: orders and shipment tracking, every lookup scoped to the customer.
 - ``actions``: cancel, refund and address change (write actions the customer must confirm).
 - ``generator``: builds the shop as plain values from a seeded ``random.Random`` and a fixed base date.
-- ``seeding``: writes it into the database idempotently (``seed_demo``).
-- ``catalog`` and ``help_*``: the fixed ingredients: products, names, places, and help-center articles.
+- ``seeding``: writes it into the database idempotently (``seed_demo``), and imports its help center as knowledge.
+- ``catalog``: the fixed ingredients: products, names, places.
+- ``help_documents``: the help-center articles, Markdown files in ``knowledge/``, as the knowledge importer reads
+  them.
 """
 
 from typing import Any
@@ -23,7 +26,8 @@ from app.demo_shop.generator import (
     DemoShop,
     generate_demo_shop,
 )
-from app.demo_shop.seeding import HELP_ARTICLES, SeedReport, seed_demo
+from app.demo_shop.help_documents import DEMO_SOURCE, demo_help_documents
+from app.demo_shop.seeding import SeedReport, seed_demo
 from app.demo_shop.tools import GetOrderTool, ListOrdersTool, TrackShipmentTool
 from app.tools import Tool
 
@@ -45,10 +49,11 @@ __all__ = [
     "DEMO_BASE_DATE",
     "DEMO_CUSTOMER_EXTERNAL_ID",
     "DEMO_RANDOM_SEED",
-    "HELP_ARTICLES",
+    "DEMO_SOURCE",
     "ORDER_COUNT",
     "DemoShop",
     "SeedReport",
+    "demo_help_documents",
     "generate_demo_shop",
     "seed_demo",
     "shop_tools",

@@ -6,7 +6,6 @@ that North American numbering keeps for fiction, so demo data can never reach a 
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
 
 
@@ -139,16 +138,3 @@ SHIPMENT_EXCEPTIONS: tuple[str, ...] = (
     "Weather delay in the carrier network",
     "Package held at a carrier facility for inspection",
 )
-
-
-@dataclass(frozen=True)
-class HelpArticleSeed:
-    slug: str
-    title: str
-    tags: tuple[str, ...]
-    body: str
-
-
-def article(slug: str, title: str, tags: tuple[str, ...], body: str) -> HelpArticleSeed:
-    """A help article whose body is written as an indented triple-quoted string."""
-    return HelpArticleSeed(slug=slug, title=title, tags=tags, body=inspect.cleandoc(body))

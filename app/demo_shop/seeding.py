@@ -1,9 +1,10 @@
 """Writing the generated demo shop into the database, idempotently.
 
-Every demo row has a natural key (customer ``external_id``, product ``sku``, order ``number``, article ``slug``);
-``seed_demo`` inserts only the rows whose key is missing, so running it twice changes nothing and running it on a
-partly seeded database fills the gaps. An order is inserted together with its items, shipments and refunds, or not
-at all. Everything is committed in one transaction.
+Every demo row has a natural key (customer ``external_id``, product ``sku``, order ``number``); ``seed_demo`` inserts
+only the rows whose key is missing, so running it twice changes nothing and running it on a partly seeded database
+fills the gaps. An order is inserted together with its items, shipments and refunds, or not at all. The shop rows are
+committed in one transaction; then the help-center articles (``app.demo_shop.help_documents``) are imported as the
+knowledge source ``demo-help-center``, where an unchanged article is left as it is.
 """
 
 from __future__ import annotations
@@ -14,19 +15,18 @@ from datetime import datetime
 
 from sqlmodel import Session, SQLModel, col, select
 
-from app.demo_shop.catalog import CatalogProduct, HelpArticleSeed
+from app.demo_shop.catalog import CatalogProduct
 from app.demo_shop.generator import DEMO_BASE_DATE, DEMO_RANDOM_SEED, DemoCustomer, DemoOrder, generate_demo_shop
-from app.demo_shop.help_account import ACCOUNT_ARTICLES
-from app.demo_shop.help_orders import ORDER_ARTICLES
-from app.demo_shop.help_returns import RETURN_ARTICLES
-from app.models import Customer, HelpArticle, Order, OrderItem, Product, Refund, Shipment
-
-HELP_ARTICLES: tuple[HelpArticleSeed, ...] = ORDER_ARTICLES + RETURN_ARTICLES + ACCOUNT_ARTICLES
+from app.demo_shop.help_documents import DEMO_SOURCE, demo_help_documents
+from app.knowledge.importer import import_documents
+from app.knowledge.vectors import KnowledgeVectors
+from app.models import Customer, Order, OrderItem, Product, Refund, Shipment
 
 
 @dataclass(frozen=True)
 class SeedReport:
-    """How many rows of each kind ``seed_demo`` inserted (zero everywhere on a repeated run)."""
+    """How many rows of each kind ``seed_demo`` inserted, and help articles it imported (zero everywhere on a repeated
+    run)."""
 
     customers: int = 0
     products: int = 0
@@ -48,15 +48,21 @@ class SeedReport:
 
 
 def seed_demo(
-    session: Session, *, base_date: datetime = DEMO_BASE_DATE, random_seed: int = DEMO_RANDOM_SEED
+    session: Session,
+    *,
+    base_date: datetime = DEMO_BASE_DATE,
+    random_seed: int = DEMO_RANDOM_SEED,
+    vectors: KnowledgeVectors | None = None,
 ) -> SeedReport:
-    """Insert the demo shop's missing rows and commit; see the module docstring."""
+    """Insert the demo shop's missing rows and commit, then import its help center; see the module docstring.
+
+    ``vectors`` embeds the articles' chunks; None uses those of the session's engine (the settings' embedder)."""
     shop = generate_demo_shop(base_date=base_date, random_seed=random_seed)
     customer_ids, customers_added = _insert_customers(session, shop.customers)
     product_ids, products_added = _insert_products(session, shop.products)
     order_counts = _insert_orders(session, shop.orders, customer_ids=customer_ids, product_ids=product_ids)
-    articles_added = _insert_articles(session, HELP_ARTICLES)
     session.commit()
+    imported = import_documents(session, DEMO_SOURCE, demo_help_documents(), vectors=vectors)
     orders, items, shipments, refunds = order_counts
     return SeedReport(
         customers=customers_added,
@@ -65,7 +71,7 @@ def seed_demo(
         order_items=items,
         shipments=shipments,
         refunds=refunds,
-        help_articles=articles_added,
+        help_articles=len(imported.added) + len(imported.updated),
     )
 
 
@@ -180,17 +186,3 @@ def _insert_orders(
     session.flush()
     counts = [sum(isinstance(child, kind) for child in children) for kind in (OrderItem, Shipment, Refund)]
     return len(rows), counts[0], counts[1], counts[2]
-
-
-def _insert_articles(session: Session, articles: Iterable[HelpArticleSeed]) -> int:
-    wanted = list(articles)
-    slugs = [article.slug for article in wanted]
-    existing = set(session.exec(select(HelpArticle.slug).where(col(HelpArticle.slug).in_(slugs))))
-    new = [
-        HelpArticle(slug=article.slug, title=article.title, body=article.body, tags=list(article.tags))
-        for article in wanted
-        if article.slug not in existing
-    ]
-    session.add_all(new)
-    session.flush()
-    return len(new)

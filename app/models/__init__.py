@@ -9,7 +9,7 @@ Importing this package registers every table on ``SQLModel.metadata`` (what alem
 - ``console``: console staff, their sessions, sign-in throttles, read marks, handoff summaries, audit events
 - ``sync``: the conclusion sync's runs (each conversation's watermark is on the conversation)
 - ``events``: live events and rate windows that several server processes share on PostgreSQL
-- ``shop``: the demo shop and help-center articles
+- ``shop``: the demo shop
 - ``outcomes``: how each conversation turned out (resolution, handoff reason, first replies, reopens, rating)
 - ``knowledge``: imported knowledge sources, documents, chunks, the chunks a reply cited, content gaps
 """
@@ -38,7 +38,6 @@ from app.models.knowledge import (
 )
 from app.models.outcomes import ConversationOutcome, HandoffReason, Resolution
 from app.models.shop import (
-    HelpArticle,
     Order,
     OrderItem,
     OrderStatus,
@@ -82,7 +81,6 @@ __all__ = [
     "GapStatus",
     "HandoffReason",
     "HandoffSummary",
-    "HelpArticle",
     "KnowledgeChunk",
     "KnowledgeDocument",
     "KnowledgeGap",

@@ -1,10 +1,9 @@
-"""The demo shop's tables (products, orders and their items, shipments, refunds), and help-center articles.
+"""The demo shop's tables: products, orders and their items, shipments, refunds.
 
 The shop tables belong to ``app.demo_shop``: they back its tools and the ``memdesk seed-demo`` data, and live here
 because the migrations create every table from ``app.models``. Outside the demo shop only ``app.privacy`` reads
 them, as they hold customers' data to export and erase. A real shop keeps this data in its own system and plugs in
-through config-file HTTP tools instead. The help articles are the desk's own (``app.tools.help_center``), whichever
-shop it serves.
+through config-file HTTP tools instead. The help center is knowledge (``app.knowledge``), whichever shop it serves.
 Money is integer cents plus an ISO 4217 currency code; ``Order.total_cents`` is what the customer paid.
 """
 
@@ -27,8 +26,6 @@ POSTAL_CODE_LENGTH = 16
 COUNTRY_CODE_LENGTH = 2
 CARRIER_LENGTH = 32
 TRACKING_NUMBER_LENGTH = 64
-SLUG_LENGTH = 120
-ARTICLE_TITLE_LENGTH = 200
 
 
 class OrderStatus(StrEnum):
@@ -122,16 +119,3 @@ class Refund(SQLModel, table=True):
     reason: str = Field(sa_type=sa.Text)
     status: RefundStatus = Field(default=RefundStatus.REQUESTED, sa_type=enum_type(RefundStatus))
     created_at: datetime = Field(default_factory=utc_now)
-
-
-class HelpArticleBase(SQLModel):
-    slug: str = Field(max_length=SLUG_LENGTH, unique=True)
-    title: str = Field(max_length=ARTICLE_TITLE_LENGTH)
-    body: str = Field(sa_type=sa.Text)
-    tags: list[str] = Field(default_factory=list, sa_type=json_type())
-
-
-class HelpArticle(HelpArticleBase, table=True):
-    __tablename__ = "help_articles"
-
-    id: int | None = Field(default=None, primary_key=True)

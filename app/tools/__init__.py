@@ -2,7 +2,8 @@
 
 - ``registry``: ``Tool``, ``ToolRegistry.execute`` (validation, confirmation, structured errors), ``ToolContext``.
 - ``typed``: tools whose arguments are a pydantic model; ``confirmation``: how a customer's explicit "yes" is read.
-- ``help_center``, ``handoff``: help-article search; transfer to a human.
+- ``knowledge``, ``handoff``: search of the imported knowledge, with refs to cite and content gaps; transfer to a
+  human.
 - ``conversation_search``: the model searches this conversation's whole transcript, compacted turns included.
 - ``http_tools``, ``json_schema``: tools declared in a JSON/TOML file that call the shop's own API.
 - ``references``: how a read-only lookup declares the identifiers it takes, so a turn can run it before the model.
@@ -19,16 +20,19 @@ from typing import Any
 
 import httpx
 
+from app.knowledge.vectors import KnowledgeVectors
 from app.tools.conversation_search import SearchConversationTool
 from app.tools.handoff import TransferToHumanTool
-from app.tools.help_center import SearchHelpArticlesTool, search_articles
 from app.tools.http_tools import HttpTool, load_http_tools
+from app.tools.knowledge import SearchKnowledgeTool
 from app.tools.registry import ErrorCode, Tool, ToolConfigError, ToolContext, ToolError, ToolRegistry, ToolResult
 
 
-def support_tools() -> list[Tool[Any]]:
-    """The tools every desk has: help-article search, search of the conversation itself, transfer to a human."""
-    return [SearchHelpArticlesTool(), SearchConversationTool(), TransferToHumanTool()]
+def support_tools(knowledge_vectors: KnowledgeVectors | None = None) -> list[Tool[Any]]:
+    """The tools every desk has: knowledge search, search of the conversation itself, transfer to a human.
+
+    ``knowledge_vectors`` embeds the knowledge search's questions; None uses those of the session's engine."""
+    return [SearchKnowledgeTool(knowledge_vectors), SearchConversationTool(), TransferToHumanTool()]
 
 
 def build_tool_registry(
@@ -37,13 +41,14 @@ def build_tool_registry(
     tools_config_path: Path | None = None,
     environ: Mapping[str, str] | None = None,
     http_client: httpx.Client | None = None,
+    knowledge_vectors: KnowledgeVectors | None = None,
 ) -> ToolRegistry:
     """``tools``, the support tools, and the HTTP tools of ``tools_config_path`` (``Settings.tools_config_path``).
 
     Raises ``ToolConfigError`` when the config file is invalid or a tool name is used twice. Call
     ``ToolRegistry.close()`` at shutdown to close the HTTP client.
     """
-    registry = ToolRegistry([*tools, *support_tools()])
+    registry = ToolRegistry([*tools, *support_tools(knowledge_vectors)])
     if tools_config_path is not None:
         for tool in load_http_tools(tools_config_path, environ=environ, client=http_client):
             registry.register(tool)
@@ -60,6 +65,5 @@ __all__ = [
     "ToolRegistry",
     "ToolResult",
     "build_tool_registry",
-    "search_articles",
     "support_tools",
 ]

@@ -3,7 +3,7 @@
 SmolLM2-135M, given an order's JSON, answers with made-up timestamps as tracking numbers. When the chat model is the
 embedded one and the turn's prefetched lookups (``app.turns.preparation``) all succeeded, the reply is composed here
 from the tool results instead: the order's status and every shipment's carrier, tracking number, status and date, or the
-help article's title and opening. Real models phrase the same tool results themselves.
+confident knowledge chunk's opening, cited by its ref. Real models phrase the same tool results themselves.
 """
 
 from __future__ import annotations
@@ -47,18 +47,21 @@ def order_reply(order: Mapping[str, Any]) -> str:
 
 
 def help_reply(search: Mapping[str, Any]) -> str | None:
-    """The best help article's title and its first sentences; None when the search found nothing."""
+    """The best knowledge chunk's first sentences, cited by its ref; None unless the search was confident.
+
+    Every word of the policy comes from the chunk: the reply adds only where it is from and the citation."""
     results = [r for r in search.get("results") or () if isinstance(r, Mapping)]
-    if not results:
+    if not results or search.get("confident") is not True:
         return None
-    article = results[0]
-    sentences = _SENTENCE_END.split(" ".join(str(article.get("body", "")).split()))
+    best = results[0]
+    sentences = _SENTENCE_END.split(" ".join(str(best.get("text", "")).split()))
     excerpt = " ".join(sentences[:HELP_EXCERPT_SENTENCES])
-    return f"From our help centre, **{article.get('title')}**: {excerpt}"
+    heading = str(best.get("heading_path") or best.get("title") or "")
+    return f"From our help centre, **{heading}**: {excerpt} [{best.get('ref')}]"
 
 
 def reply_from_lookups(lookups: Sequence[tuple[str, Mapping[str, Any]]]) -> str | None:
-    """A reply from (tool name, payload) pairs of ``get_order`` and ``search_help_articles``; None when any lookup
+    """A reply from (tool name, payload) pairs of ``get_order`` and ``search_knowledge``; None when any lookup
     failed or is of another tool (the model then answers)."""
     parts: list[str] = []
     for tool, payload in lookups:
@@ -66,7 +69,7 @@ def reply_from_lookups(lookups: Sequence[tuple[str, Mapping[str, Any]]]) -> str 
             return None
         if tool == "get_order":
             parts.append(order_reply(payload))
-        elif tool == "search_help_articles" and (text := help_reply(payload)) is not None:
+        elif tool == "search_knowledge" and (text := help_reply(payload)) is not None:
             parts.append(text)
         else:
             return None

@@ -9,7 +9,8 @@ customer's latest message has nothing after it (a recovered or repeated turn doe
 2. Prefetch (``MEMDESK_PREFETCH``): when the message names an identifier a read-only tool declares
    (``app.tools.references``: the demo shop's ``#W1234567``, a config-file tool's ``reference_pattern``), or a
    verified customer asks about "my order" and the order tool knows their one recent order, that tool runs through
-   the registry; a help-centre question whose best article wins clearly gets ``search_help_articles``. Only lookups
+   the registry; a question the imported knowledge answers with confidence (``app.knowledge.search.is_confident``)
+   gets ``search_knowledge``. Only lookups
    that succeed are kept: the tool is scoped to the customer, so a number of someone else's order is refused by it
    and never reaches the context. Each one kept is stored and added to the context as a tool call and its result,
    so the model only has to phrase the answer: one LLM round trip less per question, with any model. The embedded
@@ -28,10 +29,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+from sqlalchemy import text as sa_text
 from sqlmodel import Session
 
 from app.db import autocommit_step
 from app.infra.metrics import Metrics
+from app.knowledge.search import is_confident, search_knowledge
 from app.live.broker import EventBroker
 from app.live.messages import store_message
 from app.llm.responses import ToolCall, fallback_call_id
@@ -39,21 +42,16 @@ from app.models import Conversation, ConversationStatus, Customer, Message, Mess
 from app.models.outcomes import HandoffReason
 from app.settings import Settings
 from app.tools import ToolContext, ToolRegistry, ToolResult
-from app.tools.help_center import load_articles, search_articles
 from app.tools.references import Lookup, named_references
 from app.turns.fact_replies import reply_from_lookups
 from app.turns.handoff_request import Language, asks_for_person
 from compression.messages import ChatMessage
 
-HELP_TOOL = "search_help_articles"
+HELP_TOOL = "search_knowledge"
 HANDOFF_TOOL = "transfer_to_human"
 MAX_PREFETCHED_REFERENCES = 2
 # A message that lists many numbers is no reason to query the shop for each: the model can look up the rest.
 MAX_REFERENCE_ATTEMPTS = 4
-# A help article is prefetched when its score (BM25 plus title/tag boosts, app.tools.help_center) is at least this
-# and this many times the runner-up's: a clear winner, not a guess among several.
-HELP_MIN_SCORE = 20.0
-HELP_SCORE_MARGIN = 1.5
 HELP_QUERY_CHARS = 300
 HANDOFF_NOTE_QUOTE_CHARS = 300
 
@@ -304,9 +302,11 @@ class TurnPreparation:
 
 
 def _confident_help_lookup(session: Session, text: str) -> list[Lookup]:
-    hits = search_articles(load_articles(session), text, limit=2)
-    if not hits or hits[0].score < HELP_MIN_SCORE:
+    # Only a confident best chunk is prefetched: a weak one would put a guess in front of the model.
+    query = text[:HELP_QUERY_CHARS]
+    if session.execute(sa_text("SELECT 1 FROM knowledge_chunks LIMIT 1")).first() is None:
+        return []  # nothing imported: no reason to embed every message
+    hits = search_knowledge(session, query, limit=1)
+    if not hits or not is_confident(hits[0]):
         return []
-    if len(hits) > 1 and hits[0].score < HELP_SCORE_MARGIN * hits[1].score:
-        return []
-    return [Lookup(HELP_TOOL, {"query": text[:HELP_QUERY_CHARS], "limit": 1})]
+    return [Lookup(HELP_TOOL, {"query": query, "limit": 1})]

@@ -39,6 +39,7 @@ REQUIRED_FILES = (
     f"{TEMPLATES_PACKAGE}/widget/demo.html",
     f"{TEMPLATES_PACKAGE}/prompts/agent_system.md.j2",
     "compression/prompts/compaction_system.md.j2",
+    "app/demo_shop/knowledge/return-policy.md",
 )
 DOCS_ASSETS_PREFIX = "/docs-assets/"
 DOCS_ASSETS_PACKAGE = "fastapi_offline"
@@ -109,6 +110,8 @@ def product_files() -> set[str]:
         for path in _files_under(REPOSITORY / package, suffix=".py"):
             expected.add(path.relative_to(REPOSITORY).as_posix())
     expected.update(path.relative_to(REPOSITORY).as_posix() for path in _files_under(REPOSITORY / "app" / "static"))
+    demo_articles = REPOSITORY / "app" / "demo_shop" / "knowledge"
+    expected.update(path.relative_to(REPOSITORY).as_posix() for path in _files_under(demo_articles, suffix=".md"))
     prompts = REPOSITORY / "compression" / "prompts"
     expected.update(path.relative_to(REPOSITORY).as_posix() for path in _files_under(prompts))
     templates = REPOSITORY / TEMPLATES_FOLDER

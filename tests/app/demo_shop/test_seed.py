@@ -18,14 +18,20 @@ from app.db import create_db_engine, migrate
 from app.demo_shop import (
     DEMO_BASE_DATE,
     DEMO_CUSTOMER_EXTERNAL_ID,
-    HELP_ARTICLES,
+    DEMO_SOURCE,
     SeedReport,
+    demo_help_documents,
     generate_demo_shop,
     seed_demo,
 )
+from app.knowledge.search import is_confident, search_knowledge
+from app.knowledge.store import delete_documents
+from app.knowledge.vectors import EMBEDDING_DIMS, KnowledgeVectors, attach_vectors
 from app.models import (
     Customer,
-    HelpArticle,
+    KnowledgeChunk,
+    KnowledgeDocument,
+    KnowledgeSource,
     Order,
     OrderItem,
     OrderStatus,
@@ -35,8 +41,9 @@ from app.models import (
     Shipment,
     ShipmentStatus,
 )
+from memory.embedders import HashingEmbedder
 
-SHOP_TABLES: tuple[type[SQLModel], ...] = (Customer, Product, Order, OrderItem, Shipment, Refund, HelpArticle)
+SHOP_TABLES: tuple[type[SQLModel], ...] = (Customer, Product, Order, OrderItem, Shipment, Refund)
 ORDER_NUMBER = re.compile(r"^#W\d{7}$")
 UPS_TRACKING = re.compile(r"^1Z[A-Z0-9]{16}$")
 FEDEX_TRACKING = re.compile(r"^\d{12}$")
@@ -48,8 +55,13 @@ def seeded_engine(directory: Path) -> Engine:
     migrate(url)
     engine = create_db_engine(url)
     with Session(engine) as session:
-        seed_demo(session)
+        seed_demo(session, vectors=hashing_vectors(engine))
     return engine
+
+
+def hashing_vectors(engine: Engine) -> KnowledgeVectors:
+    """The test embedder: the real hashing one, fast and deterministic (the local model is for the product)."""
+    return attach_vectors(engine, HashingEmbedder(EMBEDDING_DIMS))
 
 
 def dump(engine: Engine) -> dict[str, list[dict[str, Any]]]:
@@ -95,7 +107,9 @@ def test_seeding_twice_adds_nothing(tmp_path: Path) -> None:
     try:
         before = dump(engine)
         with Session(engine) as session:
+            chunks = len(session.exec(select(KnowledgeChunk)).all())
             report = seed_demo(session)
+            assert len(session.exec(select(KnowledgeChunk)).all()) == chunks
         assert report == SeedReport() and report.total == 0
         assert "already seeded" in report.describe()
         assert dump(engine) == before
@@ -107,12 +121,13 @@ def test_seeding_fills_gaps_without_duplicating(tmp_path: Path) -> None:
     engine = seeded_engine(tmp_path)
     try:
         with Session(engine) as session:
-            article = session.exec(select(HelpArticle).where(HelpArticle.slug == "return-policy")).one()
-            session.delete(article)
+            source = session.exec(select(KnowledgeSource).where(KnowledgeSource.name == DEMO_SOURCE)).one()
+            assert source.id is not None
+            delete_documents(session, source.id, ["return-policy.md"])
             session.commit()
             report = seed_demo(session)
             assert report == SeedReport(help_articles=1)
-            assert len(session.exec(select(HelpArticle)).all()) == len(HELP_ARTICLES)
+            assert len(session.exec(select(KnowledgeDocument)).all()) == len(demo_help_documents())
     finally:
         engine.dispose()
 
@@ -121,7 +136,6 @@ def test_counts(session: Session) -> None:
     counts = {table.__name__: len(session.exec(select(table)).all()) for table in SHOP_TABLES}
     assert counts["Customer"] >= 200
     assert counts["Order"] >= 500
-    assert counts["HelpArticle"] >= 30
     assert counts["Product"] >= 30
     assert counts["OrderItem"] >= counts["Order"]
     assert counts["Refund"] >= 20
@@ -196,9 +210,11 @@ def test_demo_customer_has_an_order_in_every_status(session: Session) -> None:
     assert any(refund.status == RefundStatus.APPROVED for refund in refunds)
 
 
-def test_help_articles_are_real_content(session: Session) -> None:
-    articles = session.exec(select(HelpArticle)).all()
-    slugs = {article.slug for article in articles}
+def test_seed_demo_imports_the_help_center_as_a_knowledge_source(session: Session) -> None:
+    source = session.exec(select(KnowledgeSource).where(KnowledgeSource.name == DEMO_SOURCE)).one()
+    documents = session.exec(select(KnowledgeDocument).where(KnowledgeDocument.source_id == source.id)).all()
+    locators = {document.locator for document in documents}
+    assert len(documents) == len(demo_help_documents()) >= 30
     for topic in (
         "return-policy",
         "refund-timing",
@@ -209,11 +225,16 @@ def test_help_articles_are_real_content(session: Session) -> None:
         "payment-methods",
         "reset-password",
     ):
-        assert topic in slugs  # fmt: skip
-    for article in articles:
-        assert len(article.body) >= 250, article.slug
-        assert article.tags and article.title
-        assert not article.body.startswith(" ")  # dedented
+        assert f"{topic}.md" in locators  # fmt: skip
+    hits = search_knowledge(session, "Our return policy: return most items within 30 days of delivery")
+    assert hits[0].title == "Our return policy" and is_confident(hits[0])
+
+
+def test_every_demo_article_is_real_content_under_its_title() -> None:
+    for document in demo_help_documents():
+        assert document.markdown.startswith(f"# {document.title}\n\n"), document.locator
+        body = document.markdown.split("\n\n", 1)[1]
+        assert len(body) >= 250 and not body.startswith(" "), document.locator
 
 
 def test_base_date_moves_the_whole_shop() -> None:

@@ -43,11 +43,11 @@ from app.models import (
     segment_title,
 )
 
-HEAD = "0015_outcomes"
+HEAD = "0016_drop_help_articles"
 SessionDep = Annotated[Session, Depends(get_session)]
 ALL_TABLES = {
     "staff_members", "audit_events", "customers", "conversations", "messages", "context_segments", "compactions",
-    "conclusions", "products", "orders", "order_items", "shipments", "refunds", "help_articles", "sync_runs",
+    "conclusions", "products", "orders", "order_items", "shipments", "refunds", "sync_runs",
     "staff_sessions", "login_throttles", "conversation_reads", "handoff_summaries",
     "conversation_events", "conversation_event_sequences", "rate_limit_windows",
     "knowledge_sources", "knowledge_documents", "knowledge_chunks", "message_sources", "knowledge_gaps",
@@ -126,6 +126,18 @@ def test_downgrade_to_base_removes_every_table_and_upgrade_restores_them(engine:
     assert current_revision(engine) is None
     upgrade(engine)
     assert current_revision(engine) == HEAD
+    assert schema_differences(engine) == []
+
+
+def test_the_help_articles_table_is_dropped_and_a_downgrade_restores_it(engine: Engine) -> None:
+    assert "help_articles" not in inspect(engine).get_table_names()
+    downgrade(engine, revision="0015_outcomes")
+    columns = {column["name"] for column in inspect(engine).get_columns("help_articles")}
+    assert columns == {"id", "slug", "title", "body", "tags"}
+    with engine.begin() as connection:
+        connection.execute(text("INSERT INTO help_articles (slug, title, body, tags) VALUES ('a', 'A', 'b', '[]')"))
+    upgrade(engine)
+    assert "help_articles" not in inspect(engine).get_table_names()
     assert schema_differences(engine) == []
 
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from sqlmodel import Session, select
 
-from app.demo_shop import HELP_ARTICLES, shop_tools
-from app.models import AuditEvent, Conversation, ConversationStatus, HelpArticle, Order, OrderStatus, Refund
+from app.demo_shop import shop_tools
+from app.models import AuditEvent, Conversation, ConversationStatus, Order, OrderStatus, Refund
 from app.tools import ErrorCode, Tool, ToolContext, ToolRegistry, build_tool_registry, support_tools
 from app.tools.confirmation import is_affirmative
 from app.tools.typed import ToolArguments, TypedTool
@@ -92,7 +92,7 @@ def test_registry_exposes_openai_function_specs(registry: ToolRegistry) -> None:
     specs = {spec["function"]["name"]: spec for spec in registry.openai_specs()}
     assert set(specs) == {
         "list_orders", "get_order", "track_shipment", "cancel_order", "request_refund",
-        "change_shipping_address", "search_help_articles", "search_conversation", "transfer_to_human",
+        "change_shipping_address", "search_knowledge", "search_conversation", "transfer_to_human",
     }  # fmt: skip
     for name, spec in specs.items():
         assert spec["type"] == "function"
@@ -236,49 +236,6 @@ def test_track_shipment_refusals(registry: ToolRegistry, session: Session, shop:
     assert error_code(call(registry, context, "track_shipment")) == "invalid_arguments"
     unshipped = call(registry, context, "track_shipment", order_number=ALICE_PENDING)
     assert unshipped["shipments"] == [] and "not shipped" in unshipped["note"]
-
-
-def test_search_help_articles_ranks_the_relevant_article_first(
-    registry: ToolRegistry, session: Session, shop: TinyShop
-) -> None:
-    session.add_all(
-        HelpArticle(slug=article.slug, title=article.title, body=article.body, tags=list(article.tags))
-        for article in HELP_ARTICLES
-    )
-    session.commit()
-    context = alice(session, shop)
-    expectations = {
-        "when do I get my money back": "refund-timing",
-        "can I change the delivery address of my order": "change-shipping-address",
-        "my package says delivered but it's not here": "delivered-but-not-received",
-        "do you ship to Canada": "international-shipping",
-        "my card was declined": "payment-declined",
-        "headphones stopped working after 3 months": "product-warranty",
-        "where is my order?": "track-your-order",
-    }
-    for query, slug in expectations.items():
-        payload = call(registry, context, "search_help_articles", query=query)
-        assert payload["results"][0]["slug"] == slug, query
-        assert len(payload["results"]) <= 3 and payload["results"][0]["body"]
-    nothing = call(registry, context, "search_help_articles", query="xylophone zebra")
-    assert nothing["results"] == [] and "human" in nothing["note"]
-
-
-def test_a_help_article_added_while_the_desk_runs_is_found_at_the_next_search(
-    registry: ToolRegistry, session: Session, shop: TinyShop
-) -> None:
-    context = alice(session, shop)
-    assert call(registry, context, "search_help_articles", query="gift wrapping")["results"] == []
-    session.add(HelpArticle(slug="gift-wrap", title="Gift wrapping", body="We gift wrap any order.", tags=["gift"]))
-    session.commit()
-    found = call(registry, context, "search_help_articles", query="gift wrapping")
-    assert [result["slug"] for result in found["results"]] == ["gift-wrap"]
-    session.delete(session.exec(select(HelpArticle).where(HelpArticle.slug == "gift-wrap")).one())
-    session.commit()
-    assert call(registry, context, "search_help_articles", query="gift wrapping")["results"] == []
-
-
-# --- confirmation ------------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -189,7 +189,7 @@ def test_unreachable_llm_endpoint_fails_gracefully(tmp_path: Any, scripted_serve
 def test_endless_tool_calls_hit_the_loop_limit_and_fail_gracefully(
     live_app: LiveApp, scripted_server: ScriptedLLMServer
 ) -> None:
-    search = ScriptedToolCall("search_help_articles", json.dumps({"query": "refund"}))
+    search = ScriptedToolCall("search_conversation", json.dumps({"query": "refund"}))
     scripted_server.set_rule(lambda request: ScriptedReply.with_tool_calls(search))
     client, _ = live_app.visitor()
     conversation_id = live_app.conversation(client)

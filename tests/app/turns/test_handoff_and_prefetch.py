@@ -1,5 +1,6 @@
-"""Before the model: a request for a person hands off without an LLM call, and the customer's order (or the clear
-best help article) is looked up through the tool layer and sent as a tool call and its result."""
+"""Before the model: a request for a person hands off without an LLM call, and the customer's order (or the
+knowledge chunk that answers with confidence) is looked up through the tool layer and sent as a tool call and its
+result."""
 
 from __future__ import annotations
 
@@ -12,12 +13,11 @@ from typing import Any
 import pytest
 from sqlmodel import select
 
-from app.demo_shop import HELP_ARTICLES
+from app.knowledge.importer import import_documents
 from app.models import (
     AuditEvent,
     Conversation,
     ConversationStatus,
-    HelpArticle,
     MessageAuthor,
     MessageRole,
     Order,
@@ -28,10 +28,17 @@ from app.models import (
 from app.settings import EMBEDDED_CHAT_MODEL
 from app.tools.handoff import HANDOFF_ACTION
 from app.turns.preparation import HANDOFF_REPLIES
+from tests.support.knowledge import article
 from tests.support.live_app import LiveApp, add_customer_with_order, run_live_app
 from tests.support.scripted_llm import ScriptedLLMServer
 from tests.support.settings import app_settings
 from tests.support.shop_api import ShopAPI, running_shop_api
+
+RETURNS_ARTICLE = article(
+    "returns.md",
+    "Returns",
+    ("Refund timing", "Refunds reach the original payment method within five business days of arrival."),
+)
 
 
 @pytest.fixture
@@ -197,23 +204,28 @@ def test_my_order_is_looked_up_only_when_a_verified_customer_has_exactly_one_rec
     assert latest[-2] == {"role": "user", "content": "And where is my order now?"}, "two recent orders: no guess"
 
 
-def test_a_clear_help_centre_match_is_prefetched(live_app: LiveApp, scripted_server: ScriptedLLMServer) -> None:
-    with live_app.db() as session:
-        session.add_all(HelpArticle(slug=a.slug, title=a.title, body=a.body, tags=list(a.tags)) for a in HELP_ARTICLES)
-        session.commit()
-    scripted_server.set_rule(lambda request: "You can return items within 30 days.")
-    client, _ = live_app.visitor()
-    conversation_id = live_app.conversation(client)
-    url = f"/api/widget/conversations/{conversation_id}/messages"
-    client.post(url, json={"content": "What is your return policy?"})
-    live_app.wait_for_reply(conversation_id)
-    sent = scripted_server.chat_requests[-1].messages
-    assert sent[2]["tool_calls"][0]["function"]["name"] == "search_help_articles"
-    assert [r["slug"] for r in json.loads(sent[3]["content"])["results"]] == ["return-policy"]
+def test_a_policy_question_the_knowledge_answers_gets_search_knowledge_prefetched(
+    tmp_path: Path, scripted_server: ScriptedLLMServer
+) -> None:
+    scripted_server.set_rule(lambda request: "Refunds take five business days [1].")
+    for live in run_live_app(app_settings(tmp_path, scripted_server, memory_embedder="hashing")):
+        with live.db() as session:
+            import_documents(session, "help", [RETURNS_ARTICLE])
+        client, _ = live.visitor()
+        conversation_id = live.conversation(client)
+        url = f"/api/widget/conversations/{conversation_id}/messages"
+        client.post(url, json={"content": "When do refunds reach the original payment method?"})
+        live.wait_for_reply(conversation_id)
+        sent = scripted_server.chat_requests[-1].messages
+        assert "never\n  state a policy that no source gave you" in sent[0]["content"]
+        assert sent[2]["tool_calls"][0]["function"]["name"] == "search_knowledge"
+        found = json.loads(sent[3]["content"])
+        assert found["confident"] and found["results"][0]["ref"] == 1
+        assert "five business days" in found["results"][0]["text"]
 
-    client.post(url, json={"content": "How long does shipping take?"})  # no clear winner: left to the model
-    live_app.wait_for_reply(conversation_id, count=2)
-    assert scripted_server.chat_requests[-1].messages[-2]["content"] == "How long does shipping take?"
+        client.post(url, json={"content": "Do you sell gift cards?"})  # nothing answers it: left to the model
+        live.wait_for_reply(conversation_id, count=2)
+        assert scripted_server.chat_requests[-1].messages[-2]["content"] == "Do you sell gift cards?"
 
 
 def test_for_the_embedded_model_an_order_question_is_answered_from_the_lookup(
@@ -232,6 +244,25 @@ def test_for_the_embedded_model_an_order_question_is_answered_from_the_lookup(
         client.post(f"/api/widget/conversations/{conversation_id}/messages", json={"content": "Where's #W5555555?"})
         reply = live.wait_for_reply(conversation_id)[-1].content or ""
         assert "**shipped**" in reply and "1ZTEST0000000001" in reply and "expected 2026-12-03" in reply
+        assert scripted_server.chat_requests == []
+
+
+def test_for_the_embedded_model_a_policy_question_is_answered_from_the_chunk_and_cites_it(
+    tmp_path: Path, scripted_server: ScriptedLLMServer
+) -> None:
+    settings = app_settings(tmp_path, scripted_server, chat_model=EMBEDDED_CHAT_MODEL, memory_embedder="hashing")
+    for live in run_live_app(settings):
+        with live.db() as session:
+            import_documents(session, "help", [RETURNS_ARTICLE])
+        client, _ = live.visitor()
+        conversation_id = live.conversation(client)
+        question = "When do refunds reach the original payment method?"
+        client.post(f"/api/widget/conversations/{conversation_id}/messages", json={"content": question})
+        reply = live.wait_for_reply(conversation_id)[-1].content or ""
+        assert reply == (
+            "From our help centre, **Returns › Refund timing**: Refunds reach the original payment method within "
+            "five business days of arrival. [1]"
+        )
         assert scripted_server.chat_requests == []
 
 
