@@ -19,6 +19,7 @@ from sqlmodel import Session, col, select
 from app.customer_memory.ids import memory_customer_id
 from app.models import Conclusion as ConclusionRow
 from app.models import OutboxStatus
+from app.outcomes.promises import record_promise
 from compression import KeyDecision
 from memory.conclusions import Conclusion, ConclusionKind, ConclusionSource, content_hash
 from memory.outbox import PendingConclusion
@@ -103,6 +104,20 @@ def to_conclusion(row: ConclusionRow) -> Conclusion:
     )
 
 
+def _mirror_promise(session: Session, row: ConclusionRow, memory_id: str) -> None:
+    """The promises board's row, in the transaction that acknowledges the delivery."""
+    record_promise(
+        session,
+        customer_id=row.customer_id,
+        memory_id=memory_id,
+        text=row.text,
+        due_date=row.due_date,
+        identifiers=row.identifiers,
+        source=row.source.value,
+        conversation_id=row.conversation_id,
+    )
+
+
 class SqlOutboxRepository:
     """``memory.outbox.OutboxRepository`` on the ``conclusions`` table; every call is its own short transaction."""
 
@@ -141,6 +156,8 @@ class SqlOutboxRepository:
                 row.delivered_at = now
                 row.next_attempt_at = None
                 session.add(row)
+                if row.kind == ConclusionKind.PROMISE:
+                    _mirror_promise(session, row, memory_id)
             session.commit()
 
     def mark_failed(self, row_id: int, error: str, next_attempt_at: datetime | None) -> None:

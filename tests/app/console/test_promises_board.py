@@ -1,0 +1,132 @@
+"""The promises board: open promises of every customer (delivered through the outbox into real Mem0), filtered by
+due date; marking one kept locks and audits it, takes it off the board and moves the overview's kept-on-time rate;
+a form without its CSRF token is refused; an erased customer's promises leave the board."""
+
+from __future__ import annotations
+
+import re
+from datetime import date, timedelta
+from pathlib import Path
+
+from sqlmodel import select
+
+from app.customer_memory.ids import memory_customer_id
+from app.customer_memory.service import format_memory_section
+from app.models import Conclusion, ConclusionKind, ConclusionSource, OutboxStatus, PromiseRecord, StaffRole
+from app.web.deps import shop_today
+from memory.conclusions import MemoryItem
+from tests.support.console_support import audit_actions, console_app, signed_in
+from tests.support.live_app import LiveApp
+from tests.support.scripted_llm import ScriptedLLMServer
+
+
+def _promise(live: LiveApp, customer_ref: str, conversation_ref: str, order: str, due: date) -> None:
+    customer = live.customer(customer_ref)
+    assert customer.id is not None
+    with live.db() as session:
+        session.add(
+            Conclusion(
+                customer_id=customer.id,
+                conversation_id=live.conversation_key(conversation_ref),
+                kind=ConclusionKind.PROMISE,
+                text=f"Refund for order {order} by {due.isoformat()}.",
+                due_date=due,
+                identifiers=[order],
+                source=ConclusionSource.COMPACTION,
+                content_hash=order.ljust(64, "0"),
+            )
+        )
+        session.commit()
+
+
+def _deliver(live: LiveApp, count: int) -> None:
+    assert live.services.memory is not None
+    live.services.memory.kick()
+
+    def probe() -> bool | None:
+        with live.db() as session:
+            rows = session.exec(select(Conclusion)).all()
+            records = session.exec(select(PromiseRecord)).all()
+        return True if all(r.status == OutboxStatus.DELIVERED for r in rows) and len(records) == count else None
+
+    live.wait_for(probe, timeout=30.0, what=f"{count} promises delivered")
+
+
+def _rate(overview: str) -> str:
+    found = re.search(r'data-figure="promises-kept-on-time">([^<]*)<', overview)
+    assert found is not None
+    return found.group(1).strip()
+
+
+def _memory_id(live: LiveApp, order: str) -> str:
+    with live.db() as session:
+        record = session.exec(select(PromiseRecord).where(PromiseRecord.subject == order)).one()
+    return record.memory_id
+
+
+def test_board_lists_filters_marks_and_forgets_erased_customers(
+    tmp_path: Path, scripted_server: ScriptedLLMServer
+) -> None:
+    options = {"memory_enabled": True, "memory_embedder": "hashing"}
+    for live in console_app(tmp_path, scripted_server, **options):
+        today = shop_today(live.services.settings)
+        ann, ann_ref = live.visitor()
+        bob, bob_ref = live.visitor()
+        ann_chat, bob_chat = live.conversation(ann), live.conversation(bob)
+        _promise(live, ann_ref, ann_chat, "#W1000001", today - timedelta(days=2))
+        _promise(live, ann_ref, ann_chat, "#W1000002", today)
+        _promise(live, bob_ref, bob_chat, "#W2000001", today + timedelta(days=3))
+        _deliver(live, 3)
+
+        agent = signed_in(live, StaffRole.AGENT)
+        board = agent.get("/console/promises")
+        assert board.status_code == 200
+        assert all(order in board.text for order in ("#W1000001", "#W1000002", "#W2000001"))
+        assert bob_chat in board.text and ann_chat in board.text
+        overdue = agent.get("/console/promises", params={"due": "overdue"}).text
+        assert "#W1000001" in overdue and "#W1000002" not in overdue and "#W2000001" not in overdue
+        due_today = agent.get("/console/promises", params={"due": "today"}).text
+        assert "#W1000002" in due_today and "#W1000001" not in due_today
+        week = agent.get("/console/promises", params={"due": "week"}).text
+        assert "#W2000001" in week and "#W1000002" in week and "#W1000001" not in week
+        assert agent.get("/console/promises", params={"due": "someday"}).status_code == 422
+
+        kept_id = _memory_id(live, "#W1000002")
+        mark = f"/console/promises/{kept_id}/mark"
+        assert agent.post(mark, {"outcome": "kept"}).status_code == 403  # agents read memory, they do not edit it
+        supervisor = signed_in(live, StaffRole.SUPERVISOR, name="Sue Visor")
+        assert supervisor.post(mark, {"outcome": "kept"}, csrf=False).status_code == 403
+        assert supervisor.post(mark, {"outcome": "maybe"}).status_code == 422
+        assert _rate(supervisor.get("/console/overview").text).startswith("0.0 %")  # one overdue, none kept
+
+        marked = supervisor.post(mark, {"outcome": "kept", "note": "Refund sent by bank transfer."})
+        assert marked.status_code in (200, 303)
+        assert "#W1000002" not in supervisor.get("/console/promises").text
+        assert supervisor.post(mark, {"outcome": "kept"}).status_code == 404  # no longer open
+        assert _rate(supervisor.get("/console/overview").text).startswith("50.0 %")
+        actions = [event.action for event in audit_actions(live)]
+        assert "console.memory_lock" in actions and "console.promise_kept" in actions
+        assert live.services.memory is not None
+        ann_key = live.customer(ann_ref).id
+        assert ann_key is not None
+        item = live.services.memory.store.get(memory_customer_id(ann_key), kept_id)
+        assert item.locked
+
+        admin = signed_in(live, StaffRole.ADMIN)
+        assert admin.post(f"/console/customers/{bob_ref}/erase").status_code in (200, 303)
+        assert "#W2000001" not in agent.get("/console/promises").text
+        with live.db() as session:
+            assert not session.exec(select(PromiseRecord).where(PromiseRecord.subject == "#W2000001")).all()
+
+
+def _item(memory_id: str, due: date) -> MemoryItem:
+    return MemoryItem(id=memory_id, customer_id="c1", text=f"Promise {memory_id}", kind="promise", due_date=due)
+
+
+def test_recall_puts_an_overdue_promise_first_and_says_it_is_overdue() -> None:
+    today = date(2026, 12, 2)
+    upcoming, late = _item("upcoming", today + timedelta(days=1)), _item("late", today - timedelta(days=3))
+    section = format_memory_section([], [upcoming, late], today=today)
+    lines = section.splitlines()
+    assert "late" in lines[1] and "OVERDUE" in lines[1]
+    assert "upcoming" in lines[2] and "OVERDUE" not in lines[2]
