@@ -1,6 +1,7 @@
 """The promises board: open promises of every customer (delivered through the outbox into real Mem0), filtered by
-due date; marking one kept locks and audits it, takes it off the board and moves the overview's kept-on-time rate;
-a form without its CSRF token is refused; an erased customer's promises leave the board."""
+due date, an overdue one flagged in its customer's panel; marking one kept locks and audits it, takes it off the
+board and moves the overview's kept-on-time rate; a form without its CSRF token is refused; an erased customer's
+promises leave the board."""
 
 from __future__ import annotations
 
@@ -90,6 +91,8 @@ def test_board_lists_filters_marks_and_forgets_erased_customers(
         week = agent.get("/console/promises", params={"due": "week"}).text
         assert "#W2000001" in week and "#W1000002" in week and "#W1000001" not in week
         assert agent.get("/console/promises", params={"due": "someday"}).status_code == 422
+        assert "badge--overdue" in agent.get(f"/console/customers/{ann_ref}/panel").text
+        assert "badge--overdue" not in agent.get(f"/console/customers/{bob_ref}/panel").text
 
         kept_id = _memory_id(live, "#W1000002")
         mark = f"/console/promises/{kept_id}/mark"
