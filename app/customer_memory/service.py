@@ -142,6 +142,7 @@ class MemoryService:
         self.pool = BoundedWorkerPool("memory", workers=workers, max_waiting=max_waiting)
         contained = _ContainedMemory(self.pool, memory, timeout_s=remember_timeout_s)
         self.outbox = ConclusionOutbox(repository, contained)
+        repository.active_promise_ids = self._active_promise_ids
         self._wake = asyncio.Event()
         self._delivery_requested: Callable[[], None] | None = None
 
@@ -163,6 +164,12 @@ class MemoryService:
             logger.exception("Memory recall failed for customer %s; answering without it", customer_id)
         self.metrics.recall_failures.inc()
         return ""
+
+    def _active_promise_ids(self, customer_id: int) -> set[str]:
+        promises = self.pool.call(
+            self.store.active_promises, memory_customer_id(customer_id), timeout_s=STAFF_READ_TIMEOUT_S
+        )
+        return {item.id for item in promises}
 
     @property
     def busy(self) -> bool:

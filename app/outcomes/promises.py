@@ -8,7 +8,7 @@ before the end of their due date (in UTC). Open promises not yet due are left ou
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from enum import StrEnum
@@ -85,6 +85,21 @@ def forget_promise(session: Session, memory_id: str) -> None:
     record = session.exec(select(PromiseRecord).where(PromiseRecord.memory_id == memory_id)).first()
     if record is not None:
         session.delete(record)
+
+
+def drop_superseded(session: Session, customer_id: int, active_memory_ids: Collection[str]) -> int:
+    """Remove the customer's open rows whose memory is no longer an active promise (a later version superseded it,
+    or a person's locked edit outranked a new one); marked rows are kept as the record of what was done."""
+    stale = session.exec(
+        select(PromiseRecord).where(
+            PromiseRecord.customer_id == customer_id,
+            PromiseRecord.status == PromiseStatus.OPEN,
+            col(PromiseRecord.memory_id).not_in(list(active_memory_ids)),
+        )
+    ).all()
+    for record in stale:
+        session.delete(record)
+    return len(stale)
 
 
 def _due_clause(due: DueFilter, today: date) -> object:

@@ -133,3 +133,35 @@ def test_recall_puts_an_overdue_promise_first_and_says_it_is_overdue() -> None:
     lines = section.splitlines()
     assert "late" in lines[1] and "OVERDUE" in lines[1]
     assert "upcoming" in lines[2] and "OVERDUE" not in lines[2]
+
+
+def test_a_changed_promise_replaces_its_earlier_version_on_the_board(
+    tmp_path: Path, scripted_server: ScriptedLLMServer
+) -> None:
+    options = {"memory_enabled": True, "memory_embedder": "hashing"}
+    for live in console_app(tmp_path, scripted_server, **options):
+        today = shop_today(live.services.settings)
+        ann, ann_ref = live.visitor()
+        chat = live.conversation(ann)
+        first, moved = today + timedelta(days=1), today + timedelta(days=4)
+        _promise(live, ann_ref, chat, "#W3000001", first)
+        _deliver(live, 1)
+        customer = live.customer(ann_ref)
+        with live.db() as session:
+            session.add(
+                Conclusion(
+                    customer_id=customer.id or 0,
+                    conversation_id=live.conversation_key(chat),
+                    kind=ConclusionKind.PROMISE,
+                    text=f"Refund for order #W3000001 by {moved.isoformat()}.",
+                    due_date=moved,
+                    identifiers=["#W3000001"],
+                    source=ConclusionSource.COMPACTION,
+                    content_hash="moved".ljust(64, "0"),
+                )
+            )
+            session.commit()
+        _deliver(live, 1)
+
+        board = signed_in(live, StaffRole.AGENT).get("/console/promises").text
+        assert moved.isoformat() in board and first.isoformat() not in board
