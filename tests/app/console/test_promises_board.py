@@ -13,44 +13,13 @@ from sqlmodel import select
 
 from app.customer_memory.ids import memory_customer_id
 from app.customer_memory.service import format_memory_section
-from app.models import Conclusion, ConclusionKind, ConclusionSource, OutboxStatus, PromiseRecord, StaffRole
+from app.models import PromiseRecord, StaffRole
 from app.web.deps import shop_today
 from memory.conclusions import MemoryItem
 from tests.support.console_support import audit_actions, console_app, signed_in
 from tests.support.live_app import LiveApp
+from tests.support.promises import deliver_promises, queue_promise
 from tests.support.scripted_llm import ScriptedLLMServer
-
-
-def _promise(live: LiveApp, customer_ref: str, conversation_ref: str, order: str, due: date) -> None:
-    customer = live.customer(customer_ref)
-    assert customer.id is not None
-    with live.db() as session:
-        session.add(
-            Conclusion(
-                customer_id=customer.id,
-                conversation_id=live.conversation_key(conversation_ref),
-                kind=ConclusionKind.PROMISE,
-                text=f"Refund for order {order} by {due.isoformat()}.",
-                due_date=due,
-                identifiers=[order],
-                source=ConclusionSource.COMPACTION,
-                content_hash=order.ljust(64, "0"),
-            )
-        )
-        session.commit()
-
-
-def _deliver(live: LiveApp, count: int) -> None:
-    assert live.services.memory is not None
-    live.services.memory.kick()
-
-    def probe() -> bool | None:
-        with live.db() as session:
-            rows = session.exec(select(Conclusion)).all()
-            records = session.exec(select(PromiseRecord)).all()
-        return True if all(r.status == OutboxStatus.DELIVERED for r in rows) and len(records) == count else None
-
-    live.wait_for(probe, timeout=30.0, what=f"{count} promises delivered")
 
 
 def _rate(overview: str) -> str:
@@ -74,10 +43,10 @@ def test_board_lists_filters_marks_and_forgets_erased_customers(
         ann, ann_ref = live.visitor()
         bob, bob_ref = live.visitor()
         ann_chat, bob_chat = live.conversation(ann), live.conversation(bob)
-        _promise(live, ann_ref, ann_chat, "#W1000001", today - timedelta(days=2))
-        _promise(live, ann_ref, ann_chat, "#W1000002", today)
-        _promise(live, bob_ref, bob_chat, "#W2000001", today + timedelta(days=3))
-        _deliver(live, 3)
+        queue_promise(live, ann_ref, ann_chat, "#W1000001", today - timedelta(days=2))
+        queue_promise(live, ann_ref, ann_chat, "#W1000002", today)
+        queue_promise(live, bob_ref, bob_chat, "#W2000001", today + timedelta(days=3))
+        deliver_promises(live, 3)
 
         agent = signed_in(live, StaffRole.AGENT)
         board = agent.get("/console/promises")
@@ -144,24 +113,10 @@ def test_a_changed_promise_replaces_its_earlier_version_on_the_board(
         ann, ann_ref = live.visitor()
         chat = live.conversation(ann)
         first, moved = today + timedelta(days=1), today + timedelta(days=4)
-        _promise(live, ann_ref, chat, "#W3000001", first)
-        _deliver(live, 1)
-        customer = live.customer(ann_ref)
-        with live.db() as session:
-            session.add(
-                Conclusion(
-                    customer_id=customer.id or 0,
-                    conversation_id=live.conversation_key(chat),
-                    kind=ConclusionKind.PROMISE,
-                    text=f"Refund for order #W3000001 by {moved.isoformat()}.",
-                    due_date=moved,
-                    identifiers=["#W3000001"],
-                    source=ConclusionSource.COMPACTION,
-                    content_hash="moved".ljust(64, "0"),
-                )
-            )
-            session.commit()
-        _deliver(live, 1)
+        queue_promise(live, ann_ref, chat, "#W3000001", first)
+        deliver_promises(live, 1)
+        queue_promise(live, ann_ref, chat, "#W3000001", moved)
+        deliver_promises(live, 1)
 
         board = signed_in(live, StaffRole.AGENT).get("/console/promises").text
         assert moved.isoformat() in board and first.isoformat() not in board
