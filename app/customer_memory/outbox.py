@@ -20,7 +20,7 @@ from sqlmodel import Session, col, select
 from app.customer_memory.ids import memory_customer_id
 from app.models import Conclusion as ConclusionRow
 from app.models import OutboxStatus
-from app.outcomes.promises import drop_superseded, record_promise
+from app.outcomes.promises import drop_superseded, marked_memory_ids, record_promise
 from compression import KeyDecision
 from memory.conclusions import Conclusion, ConclusionKind, ConclusionSource, content_hash
 from memory.outbox import PendingConclusion
@@ -196,6 +196,13 @@ class SqlOutboxRepository:
                     row.status = OutboxStatus.FAILED
                 session.add(row)
             session.commit()
+
+    def marked_promises(self, customer_id: int) -> set[str]:
+        """Memory ids of the customer's promises staff marked kept or broken (recall no longer calls them open)."""
+        with Session(self.db) as session:
+            marked = marked_memory_ids(session, customer_id)
+            session.commit()
+        return marked
 
     def counts(self) -> dict[str, int]:
         """Outbox rows per status (for health checks)."""

@@ -150,7 +150,10 @@ class MemoryService:
         memory_id = memory_customer_id(customer_id)
         recalled = self.store.recall(memory_id, query, limit=RECALL_LIMIT)
         today = datetime.now(self.timezone).date()
-        return format_memory_section(recalled, self.store.active_promises(memory_id), today=today)
+        marked = self.repository.marked_promises(customer_id)
+        promises = [item for item in self.store.active_promises(memory_id) if item.id not in marked]
+        recalled = [item for item in recalled if item.id not in marked]
+        return format_memory_section(recalled, promises, today=today)
 
     async def section(self, customer_id: int, latest_message: str) -> str:
         started = time.perf_counter()

@@ -139,6 +139,17 @@ def open_promises(session: Session, due: DueFilter, today: date) -> list[BoardPr
     ]
 
 
+def marked_memory_ids(session: Session, customer_id: int) -> set[str]:
+    """The customer's promise memories that staff marked kept or broken: no longer open, whatever memory says."""
+    return set(
+        session.exec(
+            select(PromiseRecord.memory_id).where(
+                PromiseRecord.customer_id == customer_id, PromiseRecord.status != PromiseStatus.OPEN
+            )
+        ).all()
+    )
+
+
 def open_promise(session: Session, memory_id: str) -> PromiseRecord | None:
     return session.exec(
         select(PromiseRecord).where(PromiseRecord.memory_id == memory_id, PromiseRecord.status == PromiseStatus.OPEN)

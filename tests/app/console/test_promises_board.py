@@ -5,6 +5,7 @@ promises leave the board."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 from datetime import date, timedelta
 from pathlib import Path
@@ -83,6 +84,8 @@ def test_board_lists_filters_marks_and_forgets_erased_customers(
         assert ann_key is not None
         item = live.services.memory.store.get(memory_customer_id(ann_key), kept_id)
         assert item.locked
+        recall = asyncio.run(live.services.memory.section(ann_key, "Where is my refund?"))
+        assert "#W1000001" in recall and "#W1000002" not in recall  # a kept promise is no longer an open one
 
         admin = signed_in(live, StaffRole.ADMIN)
         assert admin.post(f"/console/customers/{bob_ref}/erase").status_code in (200, 303)
