@@ -37,6 +37,7 @@ from app.web.console import inbox as console_inbox
 from app.web.console import knowledge as console_knowledge
 from app.web.console import knowledge_gaps as console_knowledge_gaps
 from app.web.console import overview as console_overview
+from app.web.console import promises as console_promises
 from app.web.event_streams import END_STREAMS
 from app.web.input import validation_error_response
 from app.web.limits import RequestLimits
@@ -88,7 +89,14 @@ def create_app(
     app.include_router(widget_ratings.router)
     app.include_router(widget_pages.router)
     app.include_router(admin_api.router)
-    for console_router in (console_auth, console_inbox, console_conversation, console_customer, console_overview):
+    for console_router in (
+        console_auth,
+        console_inbox,
+        console_conversation,
+        console_customer,
+        console_overview,
+        console_promises,
+    ):
         app.include_router(console_router.router)
     app.include_router(console_admin.router)
     app.include_router(console_knowledge.router)

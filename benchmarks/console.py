@@ -8,8 +8,12 @@ messages before it ("Show earlier messages") exactly as the routes do (the same 
 without HTTP), and counts the SQL statements each render runs: a fixed count whatever the size is the proof that
 there is no N+1.
 
-Prints ``inbox_ms_p95``, ``conversation_ms_p95``, ``earlier_page_ms_p95`` (and their medians), the query count of
-each, the messages the conversation page shows, with the sizes used.
+It also mirrors ``--promises`` open promises (due dates spread over two months around today) across those customers
+and renders the promises board (all of them, and the overdue filter) as its route does.
+
+Prints ``inbox_ms_p95``, ``conversation_ms_p95``, ``earlier_page_ms_p95``, ``promises_ms_p95``,
+``promises_overdue_ms_p95`` (and their medians), the query count of each, the messages the conversation page shows,
+with the sizes used.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -41,11 +46,14 @@ from app.models import (
     Message,
     MessageAuthor,
     MessageRole,
+    PromiseRecord,
+    PromiseStatus,
     StaffMember,
     StaffRole,
     utc_now,
 )
 from app.models.base import new_public_id
+from app.outcomes.promises import DueFilter, open_promises
 from benchmarks.harness.measure import percentile
 from tests.support.console_data import seed_conversation
 
@@ -87,6 +95,24 @@ def _seed_inbox(engine: Engine, conversations: int) -> None:
             connection.execute(insert(Message), messages)
 
 
+# Open promises are due from this many days ago to as many days ahead.
+PROMISE_SPREAD_DAYS = 30
+
+
+def _seed_promises(engine: Engine, promises: int, customers: int, today: date) -> None:
+    now = utc_now()
+    for start in range(0, promises, BATCH):
+        rows = [
+            {"customer_id": (start + i) % customers + 1, "memory_id": f"mem-{start + i}",
+             "text": f"Refund for order #W{start + i:07d}.", "subject": f"#W{start + i:07d}",
+             "due_date": today + timedelta(days=(start + i) % (2 * PROMISE_SPREAD_DAYS) - PROMISE_SPREAD_DAYS),
+             "source": "compaction", "status": PromiseStatus.OPEN, "created_at": now}
+            for i in range(min(BATCH, promises - start))
+        ]  # fmt: skip
+        with engine.begin() as connection:
+            connection.execute(insert(PromiseRecord), rows)
+
+
 @contextmanager
 def counted_queries(engine: Engine) -> Iterator[list[str]]:
     statements: list[str] = []
@@ -111,11 +137,27 @@ def _timed(render_once: Callable[[], str], runs: int) -> list[float]:
     return timings
 
 
-def run(conversations: int, messages: int, compactions: int, runs: int, directory: Path) -> dict[str, Any]:
+def _board(engine: Engine, staff: Staff, due: DueFilter, today: date) -> Callable[[], str]:
+    def render_board() -> str:
+        with Session(engine) as session:
+            listed = open_promises(session, due, today)
+            session.commit()
+        return render(
+            "promises.html", staff=staff, promises=listed, due=due, filters=list(DueFilter), today=today, can_mark=True
+        )
+
+    return render_board
+
+
+def run(
+    conversations: int, messages: int, compactions: int, runs: int, directory: Path, promises: int = 0
+) -> dict[str, Any]:
     url = f"sqlite:///{directory / 'console.db'}"
     migrate(url)
     engine = create_db_engine(url)
     _seed_inbox(engine, conversations)
+    today = utc_now().date()
+    _seed_promises(engine, promises, conversations, today)
     with Session(engine, expire_on_commit=False) as session:
         long = seed_conversation(session, messages=messages, compactions=compactions)
         member = StaffMember(email="bench@example.com", name="Bench", role=StaffRole.SUPERVISOR, password_hash="-")
@@ -153,6 +195,10 @@ def run(conversations: int, messages: int, compactions: int, runs: int, director
         earlier_page()
     inbox_ms, conversation_ms = _timed(inbox, runs), _timed(conversation, runs)
     earlier_ms = _timed(earlier_page, runs)
+    board, overdue_board = _board(engine, staff, DueFilter.ALL, today), _board(engine, staff, DueFilter.OVERDUE, today)
+    with counted_queries(engine) as board_statements:
+        board()
+    board_ms, overdue_ms = _timed(board, runs), _timed(overdue_board, runs)
     engine.dispose()
     return {
         "conversations": conversations,
@@ -165,6 +211,11 @@ def run(conversations: int, messages: int, compactions: int, runs: int, director
         "conversation_ms_p50": round(percentile(conversation_ms, 0.5), 2),
         "earlier_page_ms_p95": round(percentile(earlier_ms, 0.95), 2),
         "earlier_page_ms_p50": round(percentile(earlier_ms, 0.5), 2),
+        "open_promises": promises,
+        "promises_ms_p95": round(percentile(board_ms, 0.95), 2),
+        "promises_ms_p50": round(percentile(board_ms, 0.5), 2),
+        "promises_overdue_ms_p95": round(percentile(overdue_ms, 0.95), 2),
+        "promises_queries": len(board_statements),
         "inbox_queries": len(inbox_statements),
         "conversation_queries": len(conversation_statements),
         "earlier_page_queries": len(earlier_statements),
@@ -179,11 +230,19 @@ def main() -> None:
     parser.add_argument("--conversations", type=int, default=10_000)
     parser.add_argument("--messages", type=int, default=500)
     parser.add_argument("--compactions", type=int, default=5)
+    parser.add_argument("--promises", type=int, default=20_000, help="open promises on the board")
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     options = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="memdesk-console-bench-") as directory:
-        figures = run(options.conversations, options.messages, options.compactions, options.runs, Path(directory))
+        figures = run(
+            options.conversations,
+            options.messages,
+            options.compactions,
+            options.runs,
+            Path(directory),
+            options.promises,
+        )
     if options.json:
         print(json.dumps(figures))
         return

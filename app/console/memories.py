@@ -25,6 +25,7 @@ from app.console.audit import record_audit_event
 from app.console.permissions import Staff
 from app.customer_memory.ids import memory_customer_id
 from app.customer_memory.service import MemoryService
+from app.outcomes.promises import follow_edit, forget_promise, record_promise
 from compression.dates import resolve_due
 from compression.facts import FactExtractor
 from memory.conclusions import PROMISE_GRACE_DAYS, Conclusion, ConclusionKind, ConclusionSource, MemoryItem
@@ -114,6 +115,13 @@ async def add_memory(
     with _answering(memory) as service:
         item = await service.add_locked(conclusion, editor=staff.actor, expiration_date=dates.expires_on)
     _audit(db, staff, "add", customer_id, memory_id=item.id, kind=kind)
+    if conclusion.kind == ConclusionKind.PROMISE:
+        with Session(db) as session:
+            record_promise(
+                session, customer_id=customer_id, memory_id=item.id, text=item.text, due_date=item.due_date,
+                identifiers=item.identifiers, source=ConclusionSource.AGENT.value,
+            )  # fmt: skip
+            session.commit()
     return item
 
 
@@ -133,6 +141,9 @@ async def edit_memory(
             customer_id, memory_id, clean, editor=staff.actor, due_date=dates.due_date, expiration_date=dates.expires_on
         )
     _audit(db, staff, "edit", customer_id, memory_id=memory_id)
+    with Session(db) as session:
+        follow_edit(session, memory_id, text=item.text, due_date=item.due_date)
+        session.commit()
     return item
 
 
@@ -151,6 +162,9 @@ async def delete_memory(
     with _answering(memory) as service:
         await service.delete(customer_id, memory_id)
     _audit(db, staff, "delete", customer_id, memory_id=memory_id)
+    with Session(db) as session:
+        forget_promise(session, memory_id)
+        session.commit()
 
 
 async def memory_history(memory: MemoryService | None, customer_id: int, memory_id: str) -> list[dict[str, Any]]:

@@ -10,7 +10,8 @@ back when it runs out. SQLite has one writer process, and its rows are handed ou
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime, timedelta
 
 from sqlalchemy import Engine, func, or_, update
@@ -19,9 +20,15 @@ from sqlmodel import Session, col, select
 from app.customer_memory.ids import memory_customer_id
 from app.models import Conclusion as ConclusionRow
 from app.models import OutboxStatus
+from app.outcomes.promises import drop_superseded, marked_memory_ids, record_promise
 from compression import KeyDecision
 from memory.conclusions import Conclusion, ConclusionKind, ConclusionSource, content_hash
 from memory.outbox import PendingConclusion
+
+logger = logging.getLogger(__name__)
+
+# The ids of a customer's active promise memories, by the app's customer id (the promises board drops the others).
+ActivePromiseIds = Callable[[int], Collection[str]]
 
 # Longer than a batch takes when Mem0 answers (a timed-out call fails the row and ends its lease early), short enough
 # that a killed claimer's rows are not held up for long.
@@ -103,12 +110,27 @@ def to_conclusion(row: ConclusionRow) -> Conclusion:
     )
 
 
+def _mirror_promise(session: Session, row: ConclusionRow, memory_id: str) -> None:
+    """The promises board's row, in the transaction that acknowledges the delivery."""
+    record_promise(
+        session,
+        customer_id=row.customer_id,
+        memory_id=memory_id,
+        text=row.text,
+        due_date=row.due_date,
+        identifiers=row.identifiers,
+        source=row.source.value,
+        conversation_id=row.conversation_id,
+    )
+
+
 class SqlOutboxRepository:
     """``memory.outbox.OutboxRepository`` on the ``conclusions`` table; every call is its own short transaction."""
 
     def __init__(self, db: Engine, *, lease_s: float = CLAIM_LEASE_S) -> None:
         self.db = db
         self.lease_s = lease_s
+        self.active_promise_ids: ActivePromiseIds | None = None
 
     def claim_due(self, now: datetime, limit: int) -> list[PendingConclusion]:
         leased = self.db.dialect.name == "postgresql"
@@ -133,6 +155,7 @@ class SqlOutboxRepository:
         return [PendingConclusion(row.id, to_conclusion(row), row.attempts) for row in rows if row.id is not None]
 
     def mark_delivered(self, row_id: int, memory_id: str, now: datetime) -> None:
+        promised_to: int | None = None
         with Session(self.db) as session:
             row = session.get(ConclusionRow, row_id)
             if row is not None:
@@ -141,6 +164,25 @@ class SqlOutboxRepository:
                 row.delivered_at = now
                 row.next_attempt_at = None
                 session.add(row)
+                if row.kind == ConclusionKind.PROMISE:
+                    _mirror_promise(session, row, memory_id)
+                    promised_to = row.customer_id
+            session.commit()
+        if promised_to is not None:
+            self._follow_supersession(promised_to)
+
+    def _follow_supersession(self, customer_id: int) -> None:
+        """A new promise may supersede an older one, or be outranked by a person's edit: the board keeps only what
+        memory holds as active. Memory not answering leaves the rows as they are until the next delivery."""
+        if self.active_promise_ids is None:
+            return
+        try:
+            active = self.active_promise_ids(customer_id)
+        except Exception:
+            logger.warning("Promises board not reconciled for customer %s: memory did not answer", customer_id)
+            return
+        with Session(self.db) as session:
+            drop_superseded(session, customer_id, active)
             session.commit()
 
     def mark_failed(self, row_id: int, error: str, next_attempt_at: datetime | None) -> None:
@@ -154,6 +196,13 @@ class SqlOutboxRepository:
                     row.status = OutboxStatus.FAILED
                 session.add(row)
             session.commit()
+
+    def marked_promises(self, customer_id: int) -> set[str]:
+        """Memory ids of the customer's promises staff marked kept or broken (recall no longer calls them open)."""
+        with Session(self.db) as session:
+            marked = marked_memory_ids(session, customer_id)
+            session.commit()
+        return marked
 
     def counts(self) -> dict[str, int]:
         """Outbox rows per status (for health checks)."""

@@ -29,9 +29,10 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
-from datetime import date
+from datetime import UTC, date, datetime, tzinfo
 from functools import partial
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from sqlalchemy import Engine
 
@@ -74,21 +75,31 @@ def _safe(text: str) -> str:
     return " ".join(text.split()).translate(_TAG_SAFE)
 
 
-def _line(item: MemoryItem) -> str:
+def _overdue(item: MemoryItem, today: date | None) -> bool:
+    return today is not None and item.due_date is not None and item.due_date < today
+
+
+def _line(item: MemoryItem, today: date | None = None) -> str:
     label = item.kind or "note"
     if item.due_date is not None:
         label += f", due {item.due_date.isoformat()}"
+    if _overdue(item, today):
+        label += ", OVERDUE"
     if item.locked:
         label += ", confirmed by staff"
     return f"- [{label}] {_safe(item.text)}"
 
 
-def format_memory_section(recalled: Sequence[MemoryItem], promises: Sequence[MemoryItem]) -> str:
-    """The text that goes inside ``<customer-memory>``; empty when there is nothing to say."""
+def format_memory_section(
+    recalled: Sequence[MemoryItem], promises: Sequence[MemoryItem], *, today: date | None = None
+) -> str:
+    """The text that goes inside ``<customer-memory>``; empty when there is nothing to say. Overdue promises come
+    first (a customer writing in past a due date most likely writes about it), each marked as such."""
     lines: list[str] = []
     if promises:
+        ordered = sorted(promises, key=lambda item: not _overdue(item, today))  # stable: due order within each
         lines.append("Open promises to this customer (keep them, and say so if one is late):")
-        lines += [_line(item) for item in promises]
+        lines += [_line(item, today) for item in ordered]
     promised = {item.id for item in promises}
     others = [item for item in recalled if item.id not in promised]
     if others:
@@ -120,21 +131,29 @@ class MemoryService:
         recall_timeout_s: float = RECALL_TIMEOUT_S,
         remember_timeout_s: float = REMEMBER_TIMEOUT_S,
         metrics: Metrics | None = None,
+        timezone: tzinfo = UTC,
     ) -> None:
         self.store = memory
+        # Due dates are days on the shop's calendar: whether one has passed is asked of that calendar.
+        self.timezone = timezone
         self.repository = repository
         self.recall_timeout_s = recall_timeout_s
         self.metrics = metrics or Metrics()
         self.pool = BoundedWorkerPool("memory", workers=workers, max_waiting=max_waiting)
         contained = _ContainedMemory(self.pool, memory, timeout_s=remember_timeout_s)
         self.outbox = ConclusionOutbox(repository, contained)
+        repository.active_promise_ids = self._active_promise_ids
         self._wake = asyncio.Event()
         self._delivery_requested: Callable[[], None] | None = None
 
     def _recall(self, customer_id: int, query: str) -> str:
         memory_id = memory_customer_id(customer_id)
         recalled = self.store.recall(memory_id, query, limit=RECALL_LIMIT)
-        return format_memory_section(recalled, self.store.active_promises(memory_id))
+        today = datetime.now(self.timezone).date()
+        marked = self.repository.marked_promises(customer_id)
+        promises = [item for item in self.store.active_promises(memory_id) if item.id not in marked]
+        recalled = [item for item in recalled if item.id not in marked]
+        return format_memory_section(recalled, promises, today=today)
 
     async def section(self, customer_id: int, latest_message: str) -> str:
         started = time.perf_counter()
@@ -148,6 +167,12 @@ class MemoryService:
             logger.exception("Memory recall failed for customer %s; answering without it", customer_id)
         self.metrics.recall_failures.inc()
         return ""
+
+    def _active_promise_ids(self, customer_id: int) -> set[str]:
+        promises = self.pool.call(
+            self.store.active_promises, memory_customer_id(customer_id), timeout_s=STAFF_READ_TIMEOUT_S
+        )
+        return {item.id for item in promises}
 
     @property
     def busy(self) -> bool:
@@ -253,4 +278,4 @@ def build_memory_service(settings: Settings, db: Engine, metrics: Metrics) -> Me
     upgrade_embedded_store(options)
     store = CustomerMemory(options)
     store.warm_up()
-    return MemoryService(store, SqlOutboxRepository(db), metrics=metrics)
+    return MemoryService(store, SqlOutboxRepository(db), metrics=metrics, timezone=ZoneInfo(settings.timezone))

@@ -37,6 +37,7 @@ from app.models.knowledge import (
     MessageSource,
 )
 from app.models.outcomes import ConversationOutcome, HandoffReason, Resolution
+from app.models.promises import PromiseRecord, PromiseStatus
 from app.models.shop import (
     Order,
     OrderItem,
@@ -96,6 +97,8 @@ __all__ = [
     "OrderStatus",
     "OutboxStatus",
     "Product",
+    "PromiseRecord",
+    "PromiseStatus",
     "RateLimitWindow",
     "Refund",
     "RefundStatus",

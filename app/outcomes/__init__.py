@@ -3,4 +3,6 @@
 - ``recording``: the writes, each one upsert of the conversation's ``ConversationOutcome`` row
   (``app.models.outcomes``): a handoff and its reason category, the first bot and the first human reply, a close
   (which decides the resolution), a reopen, the customer's rating. Nothing here reads the transcript.
+- ``promises``: the promises board's mirror of promise memories (``PromiseRecord``), its open list, staff's kept
+  or broken marks and the share of promises kept on time.
 """

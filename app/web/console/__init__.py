@@ -6,6 +6,7 @@
 - ``conversation``: one conversation, its actions and its live stream.
 - ``customer``: the customer panel and memory edits.
 - ``overview``: the dashboard.
+- ``promises``: the promises board and marking a promise kept or broken.
 - ``admin``: staff accounts, customer export and erasure.
 - ``knowledge``: the Knowledge page (sources, documents, chunks) and supervisors' deletions.
 - ``knowledge_gaps``: the content gaps, grouped, and their dismissal or coverage.

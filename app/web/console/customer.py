@@ -58,7 +58,7 @@ def _date(value: str, label: str) -> date | None:
 
 
 async def _memories_fragment(
-    request: Request, memory: MemoryService | None, db: Engine, staff: Staff, profile: CustomerProfile
+    request: Request, memory: MemoryService | None, db: Engine, staff: Staff, profile: CustomerProfile, today: date
 ) -> Any:
     listed = await load_memories(memory, db, profile.id)
     return page(
@@ -67,6 +67,7 @@ async def _memories_fragment(
         staff=staff,
         profile=profile,
         memories=listed,
+        today=today,
         can_edit=staff.can(Permission.EDIT_MEMORIES),
         kinds=[kind.value for kind in ConclusionKind],
     )
@@ -74,7 +75,13 @@ async def _memories_fragment(
 
 @router.get("/{ref}/panel", response_class=HTMLResponse)
 async def panel(
-    request: Request, ref: CustomerRef, db: DbDep, tools: ToolsDep, memory: MemoryDep, staff: WorkerDep
+    request: Request,
+    ref: CustomerRef,
+    db: DbDep,
+    tools: ToolsDep,
+    memory: MemoryDep,
+    staff: WorkerDep,
+    today: ShopTodayDep,
 ) -> Any:
     profile = await anyio.to_thread.run_sync(_profile, db, ref)
     orders = await load_orders(db, tools, profile, staff.actor)
@@ -86,13 +93,20 @@ async def panel(
         profile=profile,
         orders=orders,
         memories=listed,
+        today=today,
         can_edit=staff.can(Permission.EDIT_MEMORIES),
         kinds=[kind.value for kind in ConclusionKind],
     )
 
 
 async def _changed(
-    request: Request, memory: MemoryService | None, db: Engine, staff: Staff, profile: CustomerProfile, change: Any
+    request: Request,
+    memory: MemoryService | None,
+    db: Engine,
+    staff: Staff,
+    profile: CustomerProfile,
+    change: Any,
+    today: date,
 ) -> Any:
     try:
         await change
@@ -102,7 +116,7 @@ async def _changed(
         raise ConsoleError(status.HTTP_404_NOT_FOUND, "No such memory for this customer.") from error
     except (ValueError, CustomerMemoryError) as error:
         raise ConsoleError(status.HTTP_422_UNPROCESSABLE_CONTENT, str(error)) from error
-    return await _memories_fragment(request, memory, db, staff, profile)
+    return await _memories_fragment(request, memory, db, staff, profile, today)
 
 
 def _dates(kind: str, text: str, due: str, expires: str, today: date) -> memories.MemoryDates:
@@ -129,7 +143,7 @@ async def add_memory(
     profile = await anyio.to_thread.run_sync(_profile, db, ref)
     dates = _dates(kind, text, due_date, expires_on, today)
     change = memories.add_memory(memory, db, staff, profile.id, kind=kind, text=text, dates=dates)
-    return await _changed(request, memory, db, staff, profile, change)
+    return await _changed(request, memory, db, staff, profile, change, today)
 
 
 @router.post("/{ref}/memories/{memory_id}/edit", response_class=HTMLResponse)
@@ -149,25 +163,37 @@ async def edit_memory(
     profile = await anyio.to_thread.run_sync(_profile, db, ref)
     dates = _dates(kind, text, due_date, expires_on, today)
     change = memories.edit_memory(memory, db, staff, profile.id, memory_id, text=text, dates=dates)
-    return await _changed(request, memory, db, staff, profile, change)
+    return await _changed(request, memory, db, staff, profile, change, today)
 
 
 @router.post("/{ref}/memories/{memory_id}/lock", response_class=HTMLResponse)
 async def lock_memory(
-    request: Request, ref: CustomerRef, memory_id: MemoryRef, db: DbDep, memory: MemoryDep, staff: MemoryEditorDep
+    request: Request,
+    ref: CustomerRef,
+    memory_id: MemoryRef,
+    db: DbDep,
+    memory: MemoryDep,
+    staff: MemoryEditorDep,
+    today: ShopTodayDep,
 ) -> Any:
     profile = await anyio.to_thread.run_sync(_profile, db, ref)
     change = memories.lock_memory(memory, db, staff, profile.id, memory_id)
-    return await _changed(request, memory, db, staff, profile, change)
+    return await _changed(request, memory, db, staff, profile, change, today)
 
 
 @router.post("/{ref}/memories/{memory_id}/delete", response_class=HTMLResponse)
 async def delete_memory(
-    request: Request, ref: CustomerRef, memory_id: MemoryRef, db: DbDep, memory: MemoryDep, staff: MemoryEditorDep
+    request: Request,
+    ref: CustomerRef,
+    memory_id: MemoryRef,
+    db: DbDep,
+    memory: MemoryDep,
+    staff: MemoryEditorDep,
+    today: ShopTodayDep,
 ) -> Any:
     profile = await anyio.to_thread.run_sync(_profile, db, ref)
     change = memories.delete_memory(memory, db, staff, profile.id, memory_id)
-    return await _changed(request, memory, db, staff, profile, change)
+    return await _changed(request, memory, db, staff, profile, change, today)
 
 
 @router.get("/{ref}/memories/{memory_id}/history", response_class=HTMLResponse)

@@ -17,23 +17,25 @@ from app.models import utc_now
 from app.outcomes.chart import outcome_chart
 from app.outcomes.export import outcome_csv
 from app.outcomes.figures import load_outcome_figures, window_start
+from app.outcomes.promises import kept_on_time
 from app.sync.runner import latest_sync_run
 from app.web.console.common import after_action, console_router, page
-from app.web.deps import DbDep, GatewayDep, MemoryDep, OutboxRetrierDep, UsageViewerDep, WorkerDep
+from app.web.deps import DbDep, GatewayDep, MemoryDep, OutboxRetrierDep, ShopTodayDep, UsageViewerDep, WorkerDep
 
 router = console_router()
 
 
 @router.get("/overview", response_class=HTMLResponse)
-async def overview(request: Request, db: DbDep, gateway: GatewayDep, staff: WorkerDep) -> Any:
+async def overview(request: Request, db: DbDep, gateway: GatewayDep, staff: WorkerDep, today: ShopTodayDep) -> Any:
     with_usage = staff.can(Permission.VIEW_USAGE)
 
     def load() -> Any:
         with Session(db) as session:
             outcomes = load_outcome_figures(session)
-            return load_overview(session, gateway, with_usage=with_usage), outcomes
+            promises = kept_on_time(session, today)
+            return load_overview(session, gateway, with_usage=with_usage), outcomes, promises
 
-    figures, outcomes = await anyio.to_thread.run_sync(load)
+    figures, outcomes, promises = await anyio.to_thread.run_sync(load)
     sync_run = await anyio.to_thread.run_sync(latest_sync_run, db)
     live = gateway.ledger.by_purpose() if with_usage else []
     return page(
@@ -42,6 +44,7 @@ async def overview(request: Request, db: DbDep, gateway: GatewayDep, staff: Work
         staff=staff,
         overview=figures,
         outcomes=outcomes,
+        promises=promises,
         chart=outcome_chart(outcomes.days),
         live_usage=live,
         with_usage=with_usage,

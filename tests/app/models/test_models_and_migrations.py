@@ -43,7 +43,7 @@ from app.models import (
     segment_title,
 )
 
-HEAD = "0016_drop_help_articles"
+HEAD = "0017_promises"
 SessionDep = Annotated[Session, Depends(get_session)]
 ALL_TABLES = {
     "staff_members", "audit_events", "customers", "conversations", "messages", "context_segments", "compactions",
@@ -52,6 +52,7 @@ ALL_TABLES = {
     "conversation_events", "conversation_event_sequences", "rate_limit_windows",
     "knowledge_sources", "knowledge_documents", "knowledge_chunks", "message_sources", "knowledge_gaps",
     "conversation_outcomes",
+    "promise_records",
 }  # fmt: skip
 # The search indexes on SQLite: the FTS5 tables and their shadow tables (no content table: external content), and
 # the knowledge chunks' embeddings.
