@@ -14,7 +14,7 @@ and a compaction card on the page of the last message it covers. Four queries a 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any, Protocol
@@ -23,6 +23,7 @@ from sqlalchemy import func
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
+from app.knowledge.citations import sources_by_message
 from app.models import (
     Compaction,
     Conclusion,
@@ -30,6 +31,7 @@ from app.models import (
     MessageAuthor,
     MessageRole,
     OutboxStatus,
+    SourcePublic,
     StaffMember,
 )
 
@@ -110,6 +112,7 @@ class TranscriptMessage:
     created_at: datetime
     staff_name: str | None
     tool_lines: list[ToolLine] = field(default_factory=list)
+    sources: Sequence[SourcePublic] = ()  # the knowledge a bot reply cites
 
 
 @dataclass(frozen=True)
@@ -345,8 +348,8 @@ def load_transcript(
     """A page of the transcript: the messages before ``before_id`` (the latest without it), through the latest
     message when ``through_latest``, with each compaction card after the last message it covers.
 
-    Four queries (page start, messages, compactions, conclusions); one more in the rare case a message came
-    between a tool call and its result right at a page boundary.
+    Five queries (page start, messages, compactions, conclusions, cited sources); one more in the rare case a
+    message came between a tool call and its result right at a page boundary.
     """
     start_id, has_earlier = _page_start(session, conversation_id, before_id)
     end_before = None if through_latest else before_id
@@ -358,19 +361,23 @@ def load_transcript(
     strays = {r.tool_call_id for r in rows if r.role == MessageRole.TOOL and r.tool_call_id} - calls
     folded = calls | (_called_before(session, conversation_id, start_id, strays) if strays and has_earlier else set())
     cards = _cards(session, conversation_id, start_id, end_before)
+    cited = sources_by_message(session, [row.id for row in rows if row.role == MessageRole.ASSISTANT])
     entries: list[TranscriptEntry] = []
     for row in rows:
         while cards and cards[0].last_message_id < row.id:  # a card whose last message is gone goes where it was
             entries.append(TranscriptEntry(compaction=cards.pop(0)))
         if not (row.role == MessageRole.TOOL and row.tool_call_id in folded):
-            entries.append(TranscriptEntry(message=message_view(row, row.staff_name, results)))
+            entries.append(TranscriptEntry(message=message_view(row, row.staff_name, results, cited.get(row.id, ()))))
     entries += [TranscriptEntry(compaction=card) for card in cards]
     newest = rows[-1].id if rows else 0
     return TranscriptPage(entries, rows[0].id if has_earlier and rows else None, newest)
 
 
 def message_view(
-    message: MessageFields, staff_name: str | None, results: Mapping[str, ResultFields]
+    message: MessageFields,
+    staff_name: str | None,
+    results: Mapping[str, ResultFields],
+    sources: Sequence[SourcePublic] = (),
 ) -> TranscriptMessage:
     assert message.id is not None
     return TranscriptMessage(
@@ -382,4 +389,5 @@ def message_view(
         created_at=message.created_at,
         staff_name=staff_name,
         tool_lines=tool_lines(message, results),
+        sources=sources,
     )

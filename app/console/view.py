@@ -17,6 +17,7 @@ from app.console.transcript import (
     message_view,
     tool_lines,
 )
+from app.knowledge.citations import sources_by_message
 from app.models import Conversation, ConversationStatus, Customer, Message, MessageRole, StaffMember
 
 # How far back a tool result looks for the assistant message that called it.
@@ -94,6 +95,9 @@ def live_entry(session: Session, conversation_id: int, message_public_id: str) -
     if found is None:
         return None
     message, staff_name = found
+    if message.role == MessageRole.ASSISTANT and message.id is not None:
+        sources = sources_by_message(session, [message.id]).get(message.id, ())
+        return LiveEntry(message=message_view(message, staff_name, {}, sources))
     if message.role != MessageRole.TOOL or not message.tool_call_id:
         return LiveEntry(message=message_view(message, staff_name, {}))
     callers = session.exec(

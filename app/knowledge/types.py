@@ -5,6 +5,7 @@
 - ``DocumentFailure``: a document a reader could not read, with a sentence a person can act on. The import reports
   it and goes on.
 - ``KnowledgeHit``: one chunk that search found for a question, with what a reply needs to cite it.
+- ``CitedChunk``: a chunk as the model was given it (its ``ref`` within the turn) and a reply may cite it.
 """
 
 from __future__ import annotations
@@ -44,3 +45,12 @@ class KnowledgeHit:
     score: float
     confidence: float
     ranks: dict[str, int] = field(default_factory=dict)  # each retriever's 1-based rank of this chunk
+
+
+@dataclass(frozen=True)
+class CitedChunk:
+    ref: int  # the number the model cites it by, unique within the turn
+    chunk_id: int
+    title: str
+    heading_path: str
+    url: str | None  # only an http(s) address

@@ -7,20 +7,28 @@ The conversation's first bot reply and first staff reply are recorded with it (`
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlmodel import Session
 
 from app.db import autocommit_step
 from app.live.broker import EventBroker
-from app.models import Conversation, Message, MessagePublic
+from app.models import Conversation, Message, MessagePublic, SourcePublic
 from app.outcomes.recording import FIRST_REPLIES, record_first_reply
 
 
-def message_event(message: Message, conversation: Conversation, *, staff_name: str | None = None) -> dict[str, Any]:
+def message_event(
+    message: Message,
+    conversation: Conversation,
+    *,
+    staff_name: str | None = None,
+    sources: Sequence[SourcePublic] = (),
+) -> dict[str, Any]:
     """The ``message.created`` event data: the message as ``MessagePublic`` shows it."""
-    public = MessagePublic.of(message, conversation_public_id=conversation.public_id, staff_name=staff_name)
+    public = MessagePublic.of(
+        message, conversation_public_id=conversation.public_id, staff_name=staff_name, sources=sources
+    )
     return public.model_dump(mode="json")
 
 
@@ -32,9 +40,11 @@ def store_message(
     *,
     staff_name: str | None = None,
     alongside: Callable[[Message], object] | None = None,
+    sources: Sequence[SourcePublic] = (),
 ) -> Message:
     """Commit ``message`` with whatever the session already holds, then publish it. ``alongside`` adds rows that
-    must commit with it and need its id (an audit event naming the message)."""
+    must commit with it and need its id (an audit event naming the message, the sources a reply cites);
+    ``sources`` are those the published event shows."""
     is_reply = bool(message.content) and not message.private  # a tool call or a private note answers nobody
     first_reply = is_reply and FIRST_REPLIES.needed(session, message.conversation_id, message.author)
     if alongside is None and not first_reply:
@@ -51,6 +61,8 @@ def store_message(
     if first_reply:
         FIRST_REPLIES.remember(session, message.conversation_id, message.author)
     broker.publish(
-        message.conversation_id, "message.created", message_event(message, conversation, staff_name=staff_name)
+        message.conversation_id,
+        "message.created",
+        message_event(message, conversation, staff_name=staff_name, sources=sources),
     )
     return message

@@ -58,6 +58,7 @@ from app.models.support import (
     MessageAuthor,
     MessagePublic,
     MessageRole,
+    SourcePublic,
 )
 from app.models.sync import SyncRun, SyncRunStatus
 
@@ -107,6 +108,7 @@ __all__ = [
     "Shipment",
     "ShipmentStatus",
     "ShippingAddress",
+    "SourcePublic",
     "StaffMember",
     "StaffRole",
     "StaffSession",

@@ -8,6 +8,7 @@ the LLM with; ``author`` says who actually wrote it (a customer, the bot, a staf
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -195,6 +196,15 @@ def _index_for_compaction(mapper: Any, connection: Any, message: Message) -> Non
         message.compressor_index = index_message(chat, default_extractor())
 
 
+class SourcePublic(SQLModel):
+    """A knowledge chunk a reply cites, as its copy in ``message_sources`` keeps it."""
+
+    marker: int = Field(description="The reply's [n] marker that cites it")
+    title: str
+    heading_path: str = ""
+    url: str | None = Field(default=None, description="An http(s) address, when the source has one")
+
+
 class MessagePublic(SQLModel):
     """A message as the API and the live events show it; ``customer_visible`` is the one rule for what a customer
     may see: their own and the replies' text, never private notes, tool traffic or empty assistant turns. It is
@@ -209,9 +219,17 @@ class MessagePublic(SQLModel):
     has_tool_calls: bool = False
     created_at: datetime
     staff_name: str | None = Field(default=None, description="The staff member's display name on their messages")
+    sources: list[SourcePublic] = Field(default_factory=list, description="The knowledge a bot reply cites")
 
     @classmethod
-    def of(cls, message: Message, *, conversation_public_id: str, staff_name: str | None = None) -> MessagePublic:
+    def of(
+        cls,
+        message: Message,
+        *,
+        conversation_public_id: str,
+        staff_name: str | None = None,
+        sources: Sequence[SourcePublic] = (),
+    ) -> MessagePublic:
         return cls(
             id=message.public_id,
             conversation_id=conversation_public_id,
@@ -222,6 +240,7 @@ class MessagePublic(SQLModel):
             has_tool_calls=bool(message.tool_calls),
             created_at=message.created_at,
             staff_name=staff_name if message.author == MessageAuthor.STAFF else None,
+            sources=list(sources),
         )
 
     @property

@@ -87,6 +87,7 @@
       system: "Notice",
       typing: "The assistant is typing…",
       stillWorking: "Still working on it…",
+      sources: "Sources",
       needsHuman: "A person from our team will join this conversation shortly.",
       human: "You are chatting with a member of our team.",
       closed: "This conversation is closed.",
@@ -128,6 +129,7 @@
       system: "Hinweis",
       typing: "Der Assistent schreibt…",
       stillWorking: "Einen Moment, ich arbeite noch daran…",
+      sources: "Quellen",
       needsHuman: "Eine Person aus unserem Team übernimmt dieses Gespräch in Kürze.",
       human: "Sie schreiben mit einer Person aus unserem Team.",
       closed: "Dieses Gespräch ist beendet.",
@@ -800,9 +802,31 @@
     return h("li", { class: `msg msg--${kind}`, "data-id": message.id }, [
       h("span", { class: kind === "customer" ? "author sr-only" : "author", text: authorLabel(message) }),
       body,
+      kind === "bot" ? sourcesLine(message.sources) : null,
       when ? h("time", { class: "time", datetime: when.toISOString(),
         text: when.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" }) }) : null,
     ]);
+  }
+
+  // The knowledge a reply cites: "[n] title" each, a link only for an http(s) address (never mailto or script).
+  function sourcesLine(sources) {
+    const cited = Array.isArray(sources) ? sources.filter((source) => typeof source?.title === "string") : [];
+    if (cited.length === 0) {
+      return null;
+    }
+    const items = cited.map((source) => {
+      const label = `[${Number.parseInt(source.marker, 10) || "?"}] ${source.title}`;
+      const href = safeUrl(typeof source.url === "string" ? source.url : undefined);
+      if (!href || !/^https?:/.test(href)) {
+        return h("span", { class: "source", text: label });
+      }
+      const anchor = link(href);
+      anchor.className = "source";
+      anchor.textContent = label;
+      return anchor;
+    });
+    return h("p", { class: "sources" }, [h("span", { class: "sources-label", text: `${t("sources")}: ` }),
+      ...items.flatMap((item, index) => (index === 0 ? [item] : [", ", item]))]);
   }
 
   function isVisible(message) {

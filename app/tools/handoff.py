@@ -14,6 +14,7 @@ from pydantic import Field
 from sqlmodel import Session
 
 from app.console.audit import record_audit_event
+from app.knowledge.gaps import record_handoff_gap
 from app.models import Conversation, ConversationStatus, utc_now
 from app.models.outcomes import HandoffReason
 from app.outcomes.recording import record_handoff
@@ -24,6 +25,10 @@ MAX_SUMMARY_LENGTH = 2_000
 HANDOFF_ACTION = "conversation.handoff"
 # A conversation a human already owns (or is waiting for) keeps its status.
 STATUSES_KEPT = (ConversationStatus.NEEDS_HUMAN, ConversationStatus.HUMAN)
+
+
+# Handoffs that say nothing about the knowledge: the customer wanted a person, or the model was unreachable.
+NOT_KNOWLEDGE_GAPS = frozenset({HandoffReason.CUSTOMER_REQUEST, HandoffReason.MODEL_FAILURE})
 
 
 def hand_over(
@@ -44,6 +49,8 @@ def hand_over(
     if previous not in STATUSES_KEPT:
         conversation.status = ConversationStatus.NEEDS_HUMAN
         record_handoff(session, conversation.id, category)
+        if category not in NOT_KNOWLEDGE_GAPS:
+            record_handoff_gap(session, conversation.id)
     conversation.updated_at = utc_now()
     session.add(conversation)
     record_audit_event(

@@ -38,6 +38,7 @@ from app.customer_memory.outbox import enqueue_key_decisions
 from app.db import autocommit_step
 from app.infra import logs
 from app.infra.metrics import Metrics
+from app.knowledge.citations import public_sources, record_citations
 from app.live.broker import EventBroker
 from app.live.messages import store_message
 from app.llm import ChatResponse, Deadline, LLMDeadlineError, LLMError, LLMGateway, current_deadline, within
@@ -55,6 +56,7 @@ from app.settings import Settings
 from app.tools import ToolContext, ToolRegistry
 from app.tools.handoff import hand_over
 from app.turns.awaiting import SILENT_STATUSES
+from app.turns.citations import cite, offered_sources
 from app.turns.context import load_context, mark_cut_reply, record_compaction, with_compaction_record
 from app.turns.context_engines import (
     ContextEngines,
@@ -194,20 +196,7 @@ class AgentTurn:
             response = await self._chat(conversation.id, [*context, {"role": "system", "content": turn_context}])
             if response.usage is not None:
                 engine.update_from_response(response.usage)
-            assistant = store_message(
-                session,
-                self.broker,
-                conversation,
-                Message(
-                    conversation_id=conversation.id,
-                    role=MessageRole.ASSISTANT,
-                    author=MessageAuthor.BOT,
-                    content=response.content,
-                    tool_calls=[dict(call.to_message_part()) for call in response.tool_calls] or None,
-                    prompt_tokens=response.usage.prompt_tokens if response.usage else None,
-                    completion_tokens=response.usage.completion_tokens if response.usage else None,
-                ),
-            )
+            assistant = self._store_reply(session, conversation, response, context)
             assert assistant.id is not None
             if response.cut is not None:
                 mark_cut_reply(session, assistant, response.cut)
@@ -236,6 +225,36 @@ class AgentTurn:
         raise TurnFailure(
             f"tool loop limit: no final answer after {MAX_TOOL_ROUNDS} rounds of tool calls",
             category=HandoffReason.LOOP_GUARD,
+        )
+
+    def _store_reply(
+        self, session: Session, conversation: Conversation, response: ChatResponse, context: list[ChatMessage]
+    ) -> Message:
+        """Store the model's message; a final reply keeps only the ``[n]`` markers that cite a chunk this turn's
+        knowledge results gave it, and its sources commit with it (``app.turns.citations``)."""
+        assert conversation.id is not None
+        citation = (
+            None if response.tool_calls or not response.content else cite(response.content, offered_sources(context))
+        )
+        message = Message(
+            conversation_id=conversation.id,
+            role=MessageRole.ASSISTANT,
+            author=MessageAuthor.BOT,
+            content=response.content if citation is None else citation.text,
+            tool_calls=[dict(call.to_message_part()) for call in response.tool_calls] or None,
+            prompt_tokens=response.usage.prompt_tokens if response.usage else None,
+            completion_tokens=response.usage.completion_tokens if response.usage else None,
+        )
+        if citation is None or not citation.sources:
+            return store_message(session, self.broker, conversation, message)
+        cited = citation.sources
+        return store_message(
+            session,
+            self.broker,
+            conversation,
+            message,
+            alongside=lambda stored: record_citations(session, stored.id or 0, cited),
+            sources=public_sources(cited),
         )
 
     async def _chat(self, conversation_id: int, context: list[ChatMessage]) -> ChatResponse:

@@ -25,6 +25,7 @@ from sqlmodel import Session, col, select
 
 from app.identity import IdentityError, Visitor, verify_shop_identity
 from app.infra.metrics import Metrics
+from app.knowledge.citations import sources_by_message
 from app.live.broker import Event, Subscription
 from app.models import (
     Conversation,
@@ -33,6 +34,7 @@ from app.models import (
     Customer,
     Message,
     MessagePublic,
+    MessageRole,
     StaffMember,
 )
 from app.ratelimit import VisitorRateLimiter, customer_rate_key
@@ -210,8 +212,12 @@ def list_messages(
         .order_by(col(Message.id))
     )
     rows = session.exec(statement).all()
+    cited = sources_by_message(session, [m.id for m, _ in rows if m.id is not None and m.role == MessageRole.ASSISTANT])
     session.commit()
-    public = [MessagePublic.of(m, conversation_public_id=conversation_id, staff_name=name) for m, name in rows]
+    public = [
+        MessagePublic.of(m, conversation_public_id=conversation_id, staff_name=name, sources=cited.get(m.id or 0, ()))
+        for m, name in rows
+    ]
     return [message for message in public if message.customer_visible]
 
 

@@ -1,0 +1,95 @@
+"""Which knowledge a reply cites: its ``[n]`` markers, kept only where they point at a chunk the model was given.
+
+The ``search_knowledge`` tool numbers every chunk it returns with a ``ref`` unique within the turn, and the system
+prompt asks the model to cite them as ``[n]``. When the turn's final reply is stored:
+
+1. ``offered_sources`` reads the chunks this turn's tool results gave the model (the tool messages after the newest
+   customer message, prefetched lookups included);
+2. ``cite`` drops every marker that points at no offered chunk (a model that invents ``[7]`` cites nothing), and
+   returns the cited chunks in the order the reply first names them.
+
+A Markdown link or reference definition (``[1](…)``, ``[1]: …``) is not a marker and is left alone.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from app.knowledge.types import CitedChunk
+
+# A marker is one to three digits in brackets, not followed by "(" or ":" (a link or a reference definition); the
+# space before a dropped one goes with it.
+_MARKER = re.compile(r" ?\[(\d{1,3})\](?![(:])")
+
+
+@dataclass(frozen=True)
+class Citation:
+    text: str
+    sources: tuple[CitedChunk, ...]
+
+
+def offered_sources(context: Sequence[Mapping[str, Any]]) -> dict[int, CitedChunk]:
+    """The chunks this turn's knowledge results offered, by ref."""
+    offered: dict[int, CitedChunk] = {}
+    for message in _this_turn(context):
+        if message.get("role") != "tool":
+            continue
+        for item in _results(message.get("content")):
+            source = _offered(item)
+            if source is not None:
+                offered.setdefault(source.ref, source)
+    return offered
+
+
+def cite(reply: str, offered: Mapping[int, CitedChunk]) -> Citation:
+    """``reply`` without the markers that point nowhere, and the offered chunks it cites, first-named first."""
+    cited: dict[int, CitedChunk] = {}
+
+    def keep_or_drop(match: re.Match[str]) -> str:
+        source = offered.get(int(match.group(1)))
+        if source is None:
+            return ""
+        cited.setdefault(source.ref, source)
+        return match.group(0)
+
+    text = _MARKER.sub(keep_or_drop, reply)
+    return Citation(text=text, sources=tuple(cited.values()))
+
+
+def _this_turn(context: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:
+    for index in range(len(context) - 1, -1, -1):
+        if context[index].get("role") == "user":
+            return context[index + 1 :]
+    return context
+
+
+def _results(content: object) -> list[Any]:
+    if not isinstance(content, str) or '"ref"' not in content:
+        return []
+    try:
+        payload = json.loads(content)
+    except ValueError:
+        return []
+    results = payload.get("results") if isinstance(payload, dict) else None
+    return results if isinstance(results, list) else []
+
+
+def _offered(item: object) -> CitedChunk | None:
+    if not isinstance(item, dict):
+        return None
+    ref, chunk_id, title = item.get("ref"), item.get("chunk_id"), item.get("title")
+    if not isinstance(ref, int) or not isinstance(chunk_id, int) or isinstance(ref, bool) or not isinstance(title, str):
+        return None
+    url = item.get("url")
+    heading_path = item.get("heading_path")
+    return CitedChunk(
+        ref=ref,
+        chunk_id=chunk_id,
+        title=title,
+        heading_path=heading_path if isinstance(heading_path, str) else "",
+        url=url if isinstance(url, str) and url.startswith(("https://", "http://")) else None,
+    )
