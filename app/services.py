@@ -2,7 +2,8 @@
 ``app.web.deps``, started with ``start`` and stopped with ``close``.
 
 Building migrates the database and loads the embedding model (off the event loop); ``start`` launches the
-background work: turn recovery, and outbox delivery, the quick backfill after a summary-model outage and the daily
+background work: turn recovery, the closing of idle conversations (every process; each close is guarded), and
+outbox delivery, the quick backfill after a summary-model outage and the daily
 conclusion sync, which run in this process on SQLite (loops, APScheduler) and as jobs of the shared job queue on
 PostgreSQL (``app.jobs.queue``, each job once across the servers). ``close`` is bounded whatever the dependencies
 are doing: running turns get a grace period and are recovered at the next start, and a hung memory call is left to
@@ -32,6 +33,7 @@ from app.knowledge.vectors import attach_vectors, embedder_from_settings
 from app.live.broker import EventBroker
 from app.live.pg_broker import PostgresEventBroker
 from app.llm import LLMGateway
+from app.outcomes.idle import IdleClosing
 from app.ratelimit import PostgresRateLimiter, RateLimiter, VisitorRateLimiter
 from app.settings import Settings
 from app.sync import SyncOptions, SyncReport, SyncSchedule, app_sync_runner, exclusive_sync, options_from, parse_sync_at
@@ -73,6 +75,7 @@ class Services:
     metrics: Metrics
     memory: MemoryService | None = None
     recovery: TurnRecovery | None = None
+    idle_closing: IdleClosing | None = None
     sync: SyncSchedule | SyncTimetable | None = None
     jobs: JobQueue | None = None
     _delivery: asyncio.Task[None] | None = field(default=None, repr=False)
@@ -82,6 +85,9 @@ class Services:
         """Start the background work (on the running event loop): turn recovery, outbox delivery, daily sync."""
         self.recovery = TurnRecovery(self.turns, interval_s=self.settings.turn_recovery_interval_s)
         self.recovery.start()
+        if self.settings.idle_close_after_s:
+            self.idle_closing = IdleClosing(self.db, self.broker, idle_after_s=self.settings.idle_close_after_s)
+            self.idle_closing.start()
         if self.db.dialect.name == "postgresql":
             self._start_job_queue()
             return
@@ -143,6 +149,8 @@ class Services:
             self.sync.stop()
         if self.recovery is not None:
             await self.recovery.stop()
+        if self.idle_closing is not None:
+            await self.idle_closing.stop()
         await self.turns.shutdown()
         if self.jobs is not None:
             await self.jobs.close()

@@ -23,6 +23,7 @@ TURN_RECOVERY_INTERVAL_S = 60.0
 # a tick with nothing to do costs one query.
 BACKFILL_INTERVAL_S = 120.0
 MAX_BACKFILL_INTERVAL_S = 3600.0
+MAX_IDLE_CLOSE_AFTER_S = 90 * 86_400.0  # three months: an idle conversation that old is long over
 # Console sign-in: a session unused this long ends; none lasts longer than the maximum age.
 CONSOLE_SESSION_IDLE_S = 30 * 60.0
 CONSOLE_SESSION_MAX_AGE_S = 12 * 3600.0
@@ -106,6 +107,9 @@ class Settings(BaseSettings):
     demo_shop: bool = True
     # The widget asks "How did we do?" once a conversation is closed (app.web.widget_ratings).
     csat_enabled: bool = True
+    # A conversation the bot holds, whose last message is older than this, is closed (and so asked for a rating);
+    # 0 keeps conversations open until someone closes them. Checked every IDLE_CHECK_INTERVAL_S (app.outcomes.idle).
+    idle_close_after_s: float = Field(default=0.0, ge=0, le=MAX_IDLE_CLOSE_AFTER_S)
 
     # Long-term memory (Mem0): the embedded SQLite store + local MiniLM by default; pgvector and an embeddings endpoint
     # at scale; qdrant (a local directory, one process) for stores made before the SQLite store existed.
