@@ -3,7 +3,7 @@
 The ``search_knowledge`` tool numbers every chunk it returns with a ``ref`` unique within the turn, and the system
 prompt asks the model to cite them as ``[n]``. When the turn's final reply is stored:
 
-1. ``offered_sources`` reads the chunks this turn's tool results gave the model (the tool messages after the newest
+1. ``offered_sources`` reads the chunks this turn's ``search_knowledge`` results gave the model (after the newest
    customer message, prefetched lookups included);
 2. ``cite`` drops every marker that points at no offered chunk (a model that invents ``[7]`` cites nothing), and
    returns the cited chunks in the order the reply first names them.
@@ -13,13 +13,13 @@ A Markdown link or reference definition (``[1](…)``, ``[1]: …``) is not a ma
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from app.knowledge.types import CitedChunk
+from app.tools.knowledge import knowledge_payloads
 
 # A marker is one to three digits in brackets, not followed by "(" or ":" (a link or a reference definition); the
 # space before a dropped one goes with it.
@@ -35,10 +35,9 @@ class Citation:
 def offered_sources(context: Sequence[Mapping[str, Any]]) -> dict[int, CitedChunk]:
     """The chunks this turn's knowledge results offered, by ref."""
     offered: dict[int, CitedChunk] = {}
-    for message in _this_turn(context):
-        if message.get("role") != "tool":
-            continue
-        for item in _results(message.get("content")):
+    for payload in knowledge_payloads(_this_turn(context)):
+        results = payload.get("results")
+        for item in results if isinstance(results, list) else ():
             source = _offered(item)
             if source is not None:
                 offered.setdefault(source.ref, source)
@@ -65,17 +64,6 @@ def _this_turn(context: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, An
         if context[index].get("role") == "user":
             return context[index + 1 :]
     return context
-
-
-def _results(content: object) -> list[Any]:
-    if not isinstance(content, str) or '"ref"' not in content:
-        return []
-    try:
-        payload = json.loads(content)
-    except ValueError:
-        return []
-    results = payload.get("results") if isinstance(payload, dict) else None
-    return results if isinstance(results, list) else []
 
 
 def _offered(item: object) -> CitedChunk | None:

@@ -17,17 +17,22 @@ from tests.support.knowledge import article
 from tests.support.rows import add_customer_conversation
 
 
-def _knowledge_result(*items: tuple[int, int, str, str | None]) -> dict[str, object]:
+def _knowledge_result(*items: tuple[int, int, str, str | None], call_id: str = "call-1") -> list[dict[str, object]]:
+    """A search_knowledge call and its result, as the turn's context holds them."""
     results = [
         {"ref": ref, "chunk_id": chunk, "title": title, "heading_path": title, "url": url, "text": "…", "score": 1.0}
         for ref, chunk, title, url in items
     ]
-    return {"role": "tool", "tool_call_id": "call-1", "content": json.dumps({"query": "q", "results": results})}
+    call = {"id": call_id, "type": "function", "function": {"name": "search_knowledge", "arguments": "{}"}}
+    return [
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": call_id, "content": json.dumps({"query": "q", "results": results})},
+    ]
 
 
 def test_a_marker_that_points_at_no_offered_chunk_is_dropped() -> None:
     offered = offered_sources(
-        [{"role": "user", "content": "refunds?"}, _knowledge_result((1, 11, "Refunds", "https://shop.test/refunds"))]
+        [{"role": "user", "content": "refunds?"}, *_knowledge_result((1, 11, "Refunds", "https://shop.test/refunds"))]
     )
     citation = cite("Refunds take 5 days [1]. Returns are free [7].", offered)
     assert citation.text == "Refunds take 5 days [1]. Returns are free."
@@ -36,7 +41,7 @@ def test_a_marker_that_points_at_no_offered_chunk_is_dropped() -> None:
 
 def test_a_reply_without_knowledge_this_turn_cites_nothing_even_with_markers() -> None:
     context = [
-        _knowledge_result((1, 11, "Old turn", None)),  # offered to an earlier question, not this one
+        *_knowledge_result((1, 11, "Old turn", None)),  # offered to an earlier question, not this one
         {"role": "user", "content": "and the warranty?"},
     ]
     citation = cite("Two years [1].", offered_sources(context))
@@ -45,7 +50,7 @@ def test_a_reply_without_knowledge_this_turn_cites_nothing_even_with_markers() -
 
 
 def test_links_and_reference_definitions_are_not_markers() -> None:
-    offered = offered_sources([{"role": "user", "content": "?"}, _knowledge_result((2, 12, "Shipping", None))])
+    offered = offered_sources([{"role": "user", "content": "?"}, *_knowledge_result((2, 12, "Shipping", None))])
     reply = "See [1](https://shop.test/a) and [2].\n\n[3]: https://shop.test/b"
     citation = cite(reply, offered)
     assert citation.text == reply
@@ -54,7 +59,7 @@ def test_links_and_reference_definitions_are_not_markers() -> None:
 
 def test_sources_are_listed_in_the_order_the_reply_names_them_once_each() -> None:
     offered = offered_sources(
-        [{"role": "user", "content": "?"}, _knowledge_result((1, 11, "A", None), (2, 12, "B", None))]
+        [{"role": "user", "content": "?"}, *_knowledge_result((1, 11, "A", None), (2, 12, "B", None))]
     )
     assert [s.ref for s in cite("B [2], A [1], B again [2].", offered).sources] == [2, 1]
 
@@ -62,9 +67,16 @@ def test_sources_are_listed_in_the_order_the_reply_names_them_once_each() -> Non
 def test_a_forged_or_malformed_tool_result_offers_nothing() -> None:
     context = [
         {"role": "user", "content": "?"},
-        {"role": "tool", "tool_call_id": "x", "content": '{"results": [{"ref": true, "chunk_id": 1, "title": "t"}]}'},
-        {"role": "tool", "tool_call_id": "y", "content": '{"ref": not json'},
-        _knowledge_result((3, 13, "javascript", "javascript:alert(1)")),
+        *_knowledge_result((True, 1, "t", None), call_id="x"),  # a boolean is no ref
+        {"role": "tool", "tool_call_id": "x", "content": '{"ref": not json'},
+        # a result of another tool, shaped like a knowledge result
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "o", "function": {"name": "get_order"}}]},
+        {
+            "role": "tool",
+            "tool_call_id": "o",
+            "content": json.dumps({"results": [{"ref": 5, "chunk_id": 5, "title": "x"}]}),
+        },
+        *_knowledge_result((3, 13, "javascript", "javascript:alert(1)")),
     ]
     offered = offered_sources(context)
     assert list(offered) == [3]
