@@ -201,6 +201,19 @@ def find_source_by_name(session: Session, name: str) -> KnowledgeSource | None:
     return session.scalars(sa_select(KnowledgeSource).where(col(KnowledgeSource.name) == name)).first()
 
 
+def record_import_origins(session: Session, name: str, origins: list[str] | None) -> int:
+    """The id of the source named ``name``; with ``origins`` (the URLs it was imported from), those recorded for a
+    re-import. An upload leaves what was recorded before: its files cannot be read again."""
+    source = find_source_by_name(session, name)
+    if source is None or source.id is None:
+        raise KnowledgeNotFoundError("This knowledge source does not exist (it may have been deleted).")
+    if origins is not None:
+        source.origins = list(origins)
+        session.add(source)
+        session.commit()
+    return source.id
+
+
 def _chunk_count_column() -> Any:
     return (
         sa_select(func.count(col(KnowledgeChunk.id)))
