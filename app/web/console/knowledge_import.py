@@ -66,14 +66,22 @@ def pasted_urls(text: str) -> list[str]:
 
 
 async def run_import(
-    db: Engine, source: str, documents: Iterable[ReadResult], *, prune: bool = False, origins: list[str] | None = None
+    db: Engine,
+    source: str,
+    documents: Iterable[ReadResult],
+    *,
+    actor: str,
+    prune: bool = False,
+    origins: list[str] | None = None,
 ) -> int:
-    """Import ``documents`` in a worker thread; the source's id. A name that cannot be stored is a 400 page."""
+    """Import ``documents`` in a worker thread, audited; the source's id. A name that cannot be stored is a 400."""
 
     def run() -> int:
         report = import_documents(db, source, documents, prune=prune)
         with Session(db) as session:
-            return knowledge.record_import_origins(session, report.source, origins)
+            return knowledge.record_console_import(
+                session, report.source, report.counts(), actor=actor, origins=origins
+            )
 
     try:
         return await anyio.to_thread.run_sync(run)
@@ -96,7 +104,7 @@ async def import_urls(
 ) -> Response:
     found = pasted_urls(urls)
     documents = read_urls(found, limits=WebLimits.from_settings(settings))
-    return _source_page(request, await run_import(db, source, documents, origins=found))
+    return _source_page(request, await run_import(db, source, documents, actor=staff.actor, origins=found))
 
 
 @router.post("/sources/{source_id}/reimport")
@@ -110,7 +118,9 @@ async def reimport_source(
             "This source was not imported from URLs, so it cannot be read again: upload its files again instead.",
         )
     documents = read_urls(summary.origins, limits=WebLimits.from_settings(settings))
-    return _source_page(request, await run_import(db, summary.name, documents, prune=True, origins=summary.origins))
+    return _source_page(
+        request, await run_import(db, summary.name, documents, actor=staff.actor, prune=True, origins=summary.origins)
+    )
 
 
 def upload_name(upload: UploadFile) -> str:
@@ -189,5 +199,5 @@ async def upload_files(
         )
     with tempfile.TemporaryDirectory(prefix="memdesk-upload-") as folder:
         documents = await _saved_documents(uploads, Path(folder), settings)
-        source_id = await run_import(db, source, documents)
+        source_id = await run_import(db, source, documents, actor=staff.actor)
     return _source_page(request, source_id)

@@ -13,7 +13,7 @@ import pytest
 from sqlmodel import select
 
 from app.models import KnowledgeDocument, KnowledgeSource, StaffRole
-from tests.support.console_support import StaffClient, console_app, signed_in
+from tests.support.console_support import StaffClient, audit_actions, console_app, signed_in
 from tests.support.live_app import LiveApp
 from tests.support.scripted_llm import ScriptedLLMServer
 from tests.support.web_site import LocalSite, running_site
@@ -143,6 +143,8 @@ def test_uploaded_markdown_and_zip_keep_their_file_names_and_an_oversized_file_f
     assert "memdesk-upload" not in page  # no temporary path leaks into a locator or a reason
     assert "upload the files again" in page
     assert 'data-form="reimport"' not in page
+    imported = [event for event in audit_actions(console) if event.action == "console.knowledge_imported"]
+    assert imported[-1].detail["from"] == "upload" and imported[-1].detail["failed"] == 1
 
 
 def test_agents_see_no_import_forms_and_are_refused(console: LiveApp, agent: StaffClient) -> None:
