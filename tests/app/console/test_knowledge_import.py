@@ -167,3 +167,18 @@ def test_supervisors_see_the_forms_and_a_post_without_csrf_is_refused(
     assert _upload(supervisor, "no-token", [("a.md", b"# A\n\ntext\n")], csrf=False).status_code == 403
     with console.db() as session:
         assert session.exec(select(KnowledgeSource).where(KnowledgeSource.name == "no-token")).first() is None
+
+
+def test_a_source_of_uploaded_files_cannot_be_reimported_and_says_to_upload_again(
+    console: LiveApp, supervisor: StaffClient, agent: StaffClient
+) -> None:
+    source_path = _upload(supervisor, "files-only", [("notes.md", b"# Notes\n\nOpen on Sundays.\n")]).headers[
+        "location"
+    ]
+
+    refused = supervisor.post(f"{source_path}/reimport")
+
+    assert refused.status_code == 400
+    assert "upload its files again" in refused.text
+    assert agent.post(f"{source_path}/reimport").status_code == 403
+    assert _locators(console, "files-only") == {"notes.md"}
