@@ -36,6 +36,7 @@ from app.web.console import customer as console_customer
 from app.web.console import inbox as console_inbox
 from app.web.console import knowledge as console_knowledge
 from app.web.console import knowledge_gaps as console_knowledge_gaps
+from app.web.console import knowledge_import as console_knowledge_import
 from app.web.console import overview as console_overview
 from app.web.console import promises as console_promises
 from app.web.event_streams import END_STREAMS
@@ -101,6 +102,7 @@ def create_app(
     app.include_router(console_admin.router)
     app.include_router(console_knowledge.router)
     app.include_router(console_knowledge_gaps.router)
+    app.include_router(console_knowledge_import.router)
     ops.install(app)
 
     return app

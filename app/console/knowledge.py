@@ -7,6 +7,7 @@
 - ``delete_source`` / ``delete_document``: remove a source (its documents, chunks, embeddings and full-text rows
   follow by cascade and the index's triggers) or one document; audited with the action. Citations already
   stored keep their copied title and URL (``message_sources.chunk_id`` is set to NULL).
+- ``record_console_import``: audit an import from the console, and keep the URLs a re-import reads again.
 - ``ImportSummary``: a source's stored import report as the page shows it (counts, and each failure's reason).
 
 Importing and searching are the knowledge package's own functions (``app.knowledge.importer``, ``.search``); the
@@ -199,6 +200,29 @@ def find_source(session: Session, source_id: int) -> SourceSummary:
 
 def find_source_by_name(session: Session, name: str) -> KnowledgeSource | None:
     return session.scalars(sa_select(KnowledgeSource).where(col(KnowledgeSource.name) == name)).first()
+
+
+def record_console_import(
+    session: Session, name: str, counts: dict[str, int], *, actor: str, origins: list[str] | None
+) -> int:
+    """Audit a console import into the source named ``name`` and return its id; with ``origins`` (the URLs it was
+    imported from), record them for a re-import. An upload leaves what was recorded: files cannot be read again."""
+    source = find_source_by_name(session, name)
+    if source is None or source.id is None:
+        raise KnowledgeNotFoundError("This knowledge source does not exist (it may have been deleted).")
+    if origins is not None:
+        source.origins = list(origins)
+        session.add(source)
+    record_audit_event(
+        session,
+        actor=actor,
+        action="console.knowledge_imported",
+        target_type="knowledge_source",
+        target_id=source.id,
+        detail={"name": name, "from": "urls" if origins is not None else "upload", **counts},
+    )
+    session.commit()
+    return source.id
 
 
 def _chunk_count_column() -> Any:

@@ -9,5 +9,6 @@
 - ``promises``: the promises board and marking a promise kept or broken.
 - ``admin``: staff accounts, customer export and erasure.
 - ``knowledge``: the Knowledge page (sources, documents, chunks) and supervisors' deletions.
+- ``knowledge_import``: supervisors' imports of pasted URLs and uploaded files, and a URL source's re-import.
 - ``knowledge_gaps``: the content gaps, grouped, and their dismissal or coverage.
 """
