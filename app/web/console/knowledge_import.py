@@ -123,11 +123,27 @@ async def reimport_source(
     )
 
 
+MAX_NAME_BYTES = 255  # what file systems allow in one name
+
+
+def _storable(name: str) -> bool:
+    """Whether ``name`` can name a file on disk: valid UTF-8 (no lone surrogate), no NUL or control character."""
+    try:
+        encoded = name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return len(encoded) <= MAX_NAME_BYTES and not any(ord(character) < 32 or character == "\x7f" for character in name)
+
+
 def upload_name(upload: UploadFile) -> str:
     """The file's own name, without any folder a browser sent; a 400 page when there is none."""
     name = PurePath((upload.filename or "").replace("\\", "/")).name
     if not name or name.startswith("."):
         raise ConsoleError(status.HTTP_400_BAD_REQUEST, "Nothing was imported: every file needs a name.")
+    if not _storable(name):
+        raise ConsoleError(
+            status.HTTP_400_BAD_REQUEST, f"Nothing was imported: rename the file {name!r}, its name cannot be stored."
+        )
     return name
 
 

@@ -182,3 +182,11 @@ def test_a_source_of_uploaded_files_cannot_be_reimported_and_says_to_upload_agai
     assert "upload its files again" in refused.text
     assert agent.post(f"{source_path}/reimport").status_code == 403
     assert _locators(console, "files-only") == {"notes.md"}
+
+
+def test_a_file_name_too_long_to_store_is_refused_with_a_sentence(console: LiveApp, supervisor: StaffClient) -> None:
+    refused = _upload(supervisor, "odd-names", [("n" * 300 + ".md", b"# Notes\n\nOpen on Sundays.\n")])
+    assert refused.status_code == 400, refused.text
+    assert "its name cannot be stored" in refused.text
+    with console.db() as session:
+        assert session.exec(select(KnowledgeSource).where(KnowledgeSource.name == "odd-names")).first() is None
