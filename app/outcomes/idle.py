@@ -10,8 +10,6 @@ widget asks its "How did we do?".
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from datetime import datetime, timedelta
 
@@ -20,6 +18,7 @@ from sqlalchemy import Engine, func, update
 from sqlmodel import Session, col, select
 
 from app.console.audit import record_audit_event
+from app.infra.periodic import PeriodicPass
 from app.live.broker import EventBroker
 from app.models import Conversation, ConversationStatus, Message, MessageAuthor, utc_now
 from app.outcomes.recording import record_close
@@ -87,34 +86,19 @@ def _close_one(session: Session, conversation_id: int, idle_after_s: float) -> b
     return True
 
 
-class IdleClosing:
+class IdleClosing(PeriodicPass):
+    failure_message = "Closing idle conversations failed; next attempt in %s s"
+
     def __init__(self, db: Engine, broker: EventBroker, *, idle_after_s: float) -> None:
+        super().__init__(interval_s=IDLE_CHECK_INTERVAL_S)
         self.db = db
         self.broker = broker
         self.idle_after_s = idle_after_s
-        self._task: asyncio.Task[None] | None = None
 
-    def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run())
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-
-    async def close_once(self) -> list[int]:
+    async def run_pass(self) -> list[int]:
         closed = await anyio.to_thread.run_sync(lambda: close_idle(self.db, idle_after_s=self.idle_after_s))
         for conversation_id in closed:
             self.broker.publish(conversation_id, "conversation.status", {"status": ConversationStatus.CLOSED.value})
         if closed:
             logger.info("Closed %d idle conversation(s)", len(closed))
         return closed
-
-    async def _run(self) -> None:
-        while True:
-            try:
-                await self.close_once()
-            except Exception:  # the database is unreachable: the next pass tries again
-                logger.exception("Closing idle conversations failed; next attempt in %s s", IDLE_CHECK_INTERVAL_S)
-            await asyncio.sleep(IDLE_CHECK_INTERVAL_S)

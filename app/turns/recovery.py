@@ -10,32 +10,23 @@ conversation whose process died is claimed again by whichever process gets its t
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 
 import anyio
 
+from app.infra.periodic import PeriodicPass
 from app.turns.awaiting import conversations_awaiting_reply
 from app.turns.scheduler import TurnScheduler
 
 logger = logging.getLogger(__name__)
 
 
-class TurnRecovery:
+class TurnRecovery(PeriodicPass):
+    failure_message = "Turn recovery failed; next attempt in %s s"
+
     def __init__(self, scheduler: TurnScheduler, *, interval_s: float) -> None:
+        super().__init__(interval_s=interval_s)
         self.scheduler = scheduler
-        self.interval_s = interval_s
-        self._task: asyncio.Task[None] | None = None
-
-    def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run())
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
 
     async def recover(self) -> list[int]:
         """One pass: schedule a turn for each waiting conversation no turn here is handling; returns their ids."""
@@ -53,10 +44,5 @@ class TurnRecovery:
             logger.info("Recovering %d conversation(s) waiting for a reply: %s", len(recovered), recovered)
         return recovered
 
-    async def _run(self) -> None:
-        while True:
-            try:
-                await self.recover()
-            except Exception:  # the database is unreachable: the next pass tries again
-                logger.exception("Turn recovery failed; next attempt in %s s", self.interval_s)
-            await asyncio.sleep(self.interval_s)
+    async def run_pass(self) -> list[int]:
+        return await self.recover()
