@@ -132,7 +132,7 @@ def search_knowledge(
         for candidate in fused[: limit * 2]
         if (row := rows.get(candidate.chunk_id)) is not None
     ]
-    return _newest_first_among_copies(hits, rows)[:limit]
+    return _documents_first(_newest_first_among_copies(hits, rows))[:limit]
 
 
 def confidence(similarity: float, trigrams: Sequence[str], row: _ChunkRow) -> float:
@@ -161,6 +161,18 @@ def _as_datetime(value: object) -> datetime:
     if isinstance(value, datetime):
         return value.replace(tzinfo=None)
     return datetime.fromisoformat(str(value)).replace(tzinfo=None)  # SQLite returns a raw expression's text
+
+
+def _documents_first(hits: list[KnowledgeHit]) -> list[KnowledgeHit]:
+    """Each document's best hit first, in order, then its other hits: a few results then cover a few documents, and
+    the model sees the one that answers rather than three passages of a near miss."""
+    seen: set[int] = set()
+    firsts: list[KnowledgeHit] = []
+    repeats: list[KnowledgeHit] = []
+    for hit in hits:
+        (repeats if hit.document_id in seen else firsts).append(hit)
+        seen.add(hit.document_id)
+    return firsts + repeats
 
 
 def _newest_first_among_copies(hits: list[KnowledgeHit], rows: dict[int, _ChunkRow]) -> list[KnowledgeHit]:
