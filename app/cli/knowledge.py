@@ -38,7 +38,7 @@ from app.db import create_db_engine
 from app.knowledge.importer import ImportReport, SourceNameError, import_documents
 from app.knowledge.importer import Progress as ImportProgress
 from app.knowledge.readers import ReadResult, read_paths
-from app.knowledge.store import delete_source
+from app.knowledge.store import delete_source, source_named
 from app.knowledge.vectors import attach_vectors, embedder_from_settings
 from app.knowledge.web import read_urls
 from app.knowledge.web_fetch import WebLimits
@@ -100,9 +100,21 @@ def import_command(
             report = import_documents(engine, name, documents, prune=prune, dry_run=dry_run, progress=progress)
         except SourceNameError as error:
             raise SettingsConflict(f"--source: {error}") from error
+        if report.read_any and not dry_run and all(target.startswith(WEB_PREFIXES) for target in targets):
+            _remember_origins(engine, name, targets)
     print(json.dumps(report.as_dict(), ensure_ascii=False) if as_json else describe(report))
     if not report.read_any:
         raise typer.Exit(EXIT_FAILURE)
+
+
+def _remember_origins(engine: Engine, name: str, urls: list[str]) -> None:
+    """The addresses a source was read from, so the console can read them again (files on this machine it cannot)."""
+    with Session(engine) as session:
+        found = source_named(session, name, create=False)
+        if found is not None:
+            found.origins = list(urls)
+            session.add(found)
+            session.commit()
 
 
 def default_source_name(target: str) -> str:

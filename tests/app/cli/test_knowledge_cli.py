@@ -7,8 +7,11 @@ import os
 from pathlib import Path
 
 import pytest
+from sqlmodel import Session, select
 
 from app.cli import main
+from app.db import create_db_engine
+from app.models import KnowledgeSource
 from tests.support.web_site import running_site
 
 
@@ -126,6 +129,23 @@ def test_files_and_web_pages_import_together(
         url = site.page("/warranty", "Warranty", "<h1>Warranty</h1><p>Two years on every kettle we sell.</p>")
         report = run_json(capsys, "knowledge", "import", str(help_center), url, "--source", "all", "--json")
     assert report["added"] == ["orders/returns.md", "shipping.txt", url]
+
+
+def test_a_web_import_remembers_its_addresses_for_a_reimport_and_a_file_import_does_not(
+    data_dir: Path, help_center: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("MEMDESK_KNOWLEDGE_ALLOW_PRIVATE_URLS", "true")  # the test site answers on 127.0.0.1
+    with running_site() as site:
+        url = site.page("/warranty", "Warranty", "<h1>Warranty</h1><p>Two years on every kettle we sell.</p>")
+        run_json(capsys, "knowledge", "import", url, "--source", "web", "--json")
+    run_json(capsys, "knowledge", "import", str(help_center), "--source", "files", "--json")
+    engine = create_db_engine(f"sqlite:///{data_dir / 'memdesk.db'}")
+    try:
+        with Session(engine) as session:
+            origins = dict(session.exec(select(KnowledgeSource.name, KnowledgeSource.origins)).all())
+    finally:
+        engine.dispose()
+    assert origins == {"web": [url], "files": []}
 
 
 def test_an_unmigrated_database_says_to_run_migrate(
