@@ -8,6 +8,9 @@ prompt asks the model to cite them as ``[n]``. When the turn's final reply is st
 2. ``cite`` drops every marker that points at no offered chunk (a model that invents ``[7]`` cites nothing), and
    returns the cited chunks in the order the reply first names them.
 
+``store_cited_reply`` does both and stores the reply with its sources in one transaction; the model's final reply
+and the embedded demo model's reply from prefetched lookups are both stored through it.
+
 A Markdown link or reference definition (``[1](…)``, ``[1]: …``) is not a marker and is left alone.
 """
 
@@ -18,7 +21,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sqlmodel import Session
+
+from app.knowledge.citations import public_sources, record_citations
 from app.knowledge.types import CitedChunk
+from app.live.broker import EventBroker
+from app.live.messages import store_message
+from app.models import Conversation, Message
 from app.tools.knowledge import knowledge_payloads
 
 # A marker is one to three digits in brackets, not followed by "(" or ":" (a link or a reference definition); the
@@ -57,6 +66,32 @@ def cite(reply: str, offered: Mapping[int, CitedChunk]) -> Citation:
 
     text = _MARKER.sub(keep_or_drop, reply)
     return Citation(text=text, sources=tuple(cited.values()))
+
+
+def store_cited_reply(
+    session: Session,
+    broker: EventBroker,
+    conversation: Conversation,
+    reply: Message,
+    context: Sequence[Mapping[str, Any]],
+) -> Message:
+    """Store ``reply`` (a bot reply, not yet added) with only its markers that point at an offered chunk, and the
+    sources it cites committed with it."""
+    if not reply.content:
+        return store_message(session, broker, conversation, reply)
+    citation = cite(reply.content, offered_sources(context))
+    reply.content = citation.text
+    if not citation.sources:
+        return store_message(session, broker, conversation, reply)
+    cited = citation.sources
+    return store_message(
+        session,
+        broker,
+        conversation,
+        reply,
+        alongside=lambda stored: record_citations(session, stored.id or 0, cited),
+        sources=public_sources(cited),
+    )
 
 
 def _this_turn(context: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:

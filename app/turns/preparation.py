@@ -43,6 +43,7 @@ from app.models.outcomes import HandoffReason
 from app.settings import Settings
 from app.tools import ToolContext, ToolRegistry, ToolResult
 from app.tools.references import Lookup, named_references
+from app.turns.citations import store_cited_reply
 from app.turns.fact_replies import reply_from_lookups
 from app.turns.handoff_request import Language, asks_for_person
 from compression.messages import ChatMessage
@@ -136,7 +137,7 @@ class TurnPreparation:
                 answer = Message(
                     conversation_id=conversation.id, role=MessageRole.ASSISTANT, author=MessageAuthor.BOT, content=reply
                 )
-                store_message(session, self.broker, conversation, answer)
+                store_cited_reply(session, self.broker, conversation, answer, prepared.context)
                 prepared.answered = True
         return prepared
 

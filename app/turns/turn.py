@@ -38,7 +38,6 @@ from app.customer_memory.outbox import enqueue_key_decisions
 from app.db import autocommit_step
 from app.infra import logs
 from app.infra.metrics import Metrics
-from app.knowledge.citations import public_sources, record_citations
 from app.live.broker import EventBroker
 from app.live.messages import store_message
 from app.llm import ChatResponse, Deadline, LLMDeadlineError, LLMError, LLMGateway, current_deadline, within
@@ -56,7 +55,7 @@ from app.settings import Settings
 from app.tools import ToolContext, ToolRegistry
 from app.tools.handoff import hand_over
 from app.turns.awaiting import SILENT_STATUSES
-from app.turns.citations import cite, offered_sources
+from app.turns.citations import store_cited_reply
 from app.turns.context import load_context, mark_cut_reply, record_compaction, with_compaction_record
 from app.turns.context_engines import (
     ContextEngines,
@@ -230,32 +229,21 @@ class AgentTurn:
     def _store_reply(
         self, session: Session, conversation: Conversation, response: ChatResponse, context: list[ChatMessage]
     ) -> Message:
-        """Store the model's message; a final reply keeps only the ``[n]`` markers that cite a chunk this turn's
-        knowledge results gave it, and its sources commit with it (``app.turns.citations``)."""
+        """Store the model's message; a final reply keeps only the markers that cite what this turn's knowledge
+        results gave it, with its sources (``app.turns.citations``)."""
         assert conversation.id is not None
-        citation = (
-            None if response.tool_calls or not response.content else cite(response.content, offered_sources(context))
-        )
         message = Message(
             conversation_id=conversation.id,
             role=MessageRole.ASSISTANT,
             author=MessageAuthor.BOT,
-            content=response.content if citation is None else citation.text,
+            content=response.content,
             tool_calls=[dict(call.to_message_part()) for call in response.tool_calls] or None,
             prompt_tokens=response.usage.prompt_tokens if response.usage else None,
             completion_tokens=response.usage.completion_tokens if response.usage else None,
         )
-        if citation is None or not citation.sources:
+        if response.tool_calls:
             return store_message(session, self.broker, conversation, message)
-        cited = citation.sources
-        return store_message(
-            session,
-            self.broker,
-            conversation,
-            message,
-            alongside=lambda stored: record_citations(session, stored.id or 0, cited),
-            sources=public_sources(cited),
-        )
+        return store_cited_reply(session, self.broker, conversation, message, context)
 
     async def _chat(self, conversation_id: int, context: list[ChatMessage]) -> ChatResponse:
         # Fragments are batched: one live event per DELTA_FLUSH_S (or DELTA_FLUSH_CHARS) instead of one per token.

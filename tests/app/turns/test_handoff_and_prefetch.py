@@ -264,6 +264,8 @@ def test_for_the_embedded_model_a_policy_question_is_answered_from_the_chunk_and
             "five business days of arrival. [1]"
         )
         assert scripted_server.chat_requests == []
+        shown = client.get(f"/api/widget/conversations/{conversation_id}/messages").json()[-1]
+        assert [(source["marker"], source["title"]) for source in shown["sources"]] == [(1, "Returns")]
 
 
 def test_a_config_declared_order_lookup_is_prefetched_for_the_customers_own_orders_only(
