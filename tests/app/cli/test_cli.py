@@ -24,18 +24,6 @@ from tests.support.serve_process import REPOSITORY_ROOT, TEST_SECRET_KEY
 from tests.support.servers import free_port, loopback_url, started_process
 
 
-@pytest.fixture
-def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Settings as a fresh checkout has them, but in a temporary data directory and with the light embedder."""
-    for name in list(os.environ):
-        if name.startswith("MEMDESK_"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("MEMDESK_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("MEMDESK_MEMORY_EMBEDDER", "hashing")
-    monkeypatch.chdir(tmp_path)  # no stray .env
-    return tmp_path / "data"
-
-
 @pytest.fixture(autouse=True)
 def logging_restored() -> Iterator[None]:
     """``memdesk sync`` configures logging for its process; here that process is pytest's, and the handlers it

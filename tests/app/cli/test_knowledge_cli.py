@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -16,16 +15,10 @@ from tests.support.web_site import running_site
 
 
 @pytest.fixture
-def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A migrated database in a temporary data directory, with the light embedder."""
-    for name in list(os.environ):
-        if name.startswith("MEMDESK_"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("MEMDESK_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("MEMDESK_MEMORY_EMBEDDER", "hashing")
-    monkeypatch.chdir(tmp_path)  # no stray .env
+def data_dir(data_dir: Path) -> Path:
+    """The command tests' data directory (tests/app/cli/conftest.py), its database migrated."""
     assert main(["migrate"]) == 0
-    return tmp_path / "data"
+    return data_dir
 
 
 @pytest.fixture
