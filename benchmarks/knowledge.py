@@ -34,7 +34,6 @@ from typing import Any
 from benchmarks.harness.report import print_report
 from benchmarks.knowledge_quality import (
     archived_outranks_current,
-    article_of,
     breakdown,
     confidence_figures,
     misses,
@@ -46,6 +45,7 @@ from benchmarks.knowledge_scale import QUICK_SCALE_CHUNKS, STORES, TARGET_CHUNKS
 from benchmarks.knowledge_setup import (
     DATA_DIR,
     LabelledSet,
+    article_by_document,
     chunk_count,
     fresh_sqlite_engine,
     full_set,
@@ -83,17 +83,6 @@ def measure_import(engine: Any, labelled: LabelledSet) -> dict[str, Any]:
         and not any(recounts.get(outcome, 0) for outcome in ("added", "updated", "removed", "failed")),
         "failed": [failure.reason for failure in first.failed][:5],
     }
-
-
-def article_by_document(engine: Any, article_ids: set[str]) -> dict[int, str]:
-    from sqlmodel import Session, select
-
-    from app.models.knowledge import KnowledgeDocument
-
-    with Session(engine) as session:
-        documents = session.exec(select(KnowledgeDocument.id, KnowledgeDocument.locator)).all()
-    found = {int(doc_id): article_of(locator, article_ids) for doc_id, locator in documents if doc_id is not None}
-    return {doc_id: article for doc_id, article in found.items() if article is not None}
 
 
 # -- quality --------------------------------------------------------------------------------------------------------

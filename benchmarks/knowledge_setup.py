@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.knowledge_quality import Question, load_manifest, load_questions
+from benchmarks.knowledge_quality import Question, article_of, load_manifest, load_questions
 
 DATA_DIR = Path(__file__).parent / "data" / "knowledge"
 SOURCE_NAME = "help-center-benchmark"
@@ -97,3 +97,19 @@ def chunk_count(engine: Any) -> int:
 
     with Session(engine) as session:
         return int(session.exec(select(func.count()).select_from(KnowledgeChunk)).one()[0])
+
+
+def article_by_document(engine: Any, article_ids: set[str]) -> dict[int, str]:
+    """The labelled article each document of the labelled import is (a synthetic variation is none)."""
+    from sqlmodel import Session, select
+
+    from app.models.knowledge import KnowledgeDocument, KnowledgeSource
+
+    with Session(engine) as session:
+        documents = session.exec(
+            select(KnowledgeDocument.id, KnowledgeDocument.locator)
+            .join(KnowledgeSource)
+            .where(KnowledgeSource.name == SOURCE_NAME)
+        ).all()
+    found = {int(doc_id): article_of(locator, article_ids) for doc_id, locator in documents if doc_id is not None}
+    return {doc_id: article for doc_id, article in found.items() if article is not None}

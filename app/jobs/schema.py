@@ -21,12 +21,19 @@ JOB_QUEUE_TABLE_PREFIX = "procrastinate_"
 SENTINEL_TABLE = "procrastinate_jobs"
 
 
-# Tables and indexes that migrations keep beside the models, which cannot declare them: the transcript's full-text
-# index (0012_message_search), and the knowledge chunks' full-text index and embeddings (0014_knowledge): FTS5
-# tables with their shadow tables on SQLite, expression and vector indexes on PostgreSQL, a vector column whose
-# type differs by database.
-UNMODELLED_TABLE_PREFIXES = ("messages_search", "knowledge_chunks_search", "knowledge_vectors")
+# Tables, columns and indexes that migrations keep beside the models, which cannot declare them: the transcript's
+# full-text index (0012_message_search), and the knowledge chunks' full-text index and embeddings (0014_knowledge):
+# FTS5 tables with their shadow tables on SQLite, expression and vector indexes on PostgreSQL, a vector column whose
+# type differs by database; PostgreSQL's stored tsvector of each chunk (0018) and SQLite's trigger-kept chunk count
+# (0019), which exist on one database only.
+UNMODELLED_TABLE_PREFIXES = (
+    "messages_search",
+    "knowledge_chunks_search",
+    "knowledge_vectors",
+    "knowledge_chunk_counts",
+)
 UNMODELLED_INDEXES = frozenset({"ix_messages_search", "ix_knowledge_chunks_search", "ix_knowledge_vectors_embedding"})
+UNMODELLED_COLUMNS = frozenset({("knowledge_chunks", "search_document")})
 
 
 def is_job_queue_table(name: str | None) -> bool:
@@ -39,6 +46,8 @@ def include_name(name: str | None, type_: str, parent_names: Any) -> bool:
     if type_ == "table" and name is not None and name.startswith(UNMODELLED_TABLE_PREFIXES):
         return False
     if type_ == "index" and name in UNMODELLED_INDEXES:
+        return False
+    if type_ == "column" and (parent_names.get("table_name"), name) in UNMODELLED_COLUMNS:
         return False
     return not (type_ == "table" and is_job_queue_table(name))
 

@@ -5,6 +5,7 @@ Map of the package (``app`` imports ``memory`` and ``compression``; nothing here
 - ``types``: the values passed between the parts (``SourceDocument``, ``DocumentFailure``, ``KnowledgeHit``).
 - ``chunking``: a document's Markdown into chunks that follow its headings within a token budget.
 - ``vectors``: chunk embeddings (memory's embedder), stored per dialect, nearest-neighbour search.
+- ``vector_matrix``: SQLite's in-process matrix of chunk vectors, exact or sign-bit prefiltered.
 - ``store``: one document with its chunks and vectors written in one transaction; content hashes.
 - ``importer``: ``import_documents`` (added, updated, unchanged, removed, failed) and its ``ImportReport``.
 - ``fulltext``: the full-text candidates (SQLite FTS5 trigrams, PostgreSQL full-text), the query read as plain words.

@@ -31,7 +31,8 @@ from sqlmodel import Session
 
 from app.knowledge.fulltext import MAX_QUERY_CHARS, full_text_candidates, query_trigrams, query_words
 from app.knowledge.types import KnowledgeHit
-from app.knowledge.vectors import KnowledgeVectors, VectorMatch, session_vectors
+from app.knowledge.vector_matrix import VectorMatch
+from app.knowledge.vectors import KnowledgeVectors, session_vectors
 
 DEFAULT_LIMIT = 5
 MAX_LIMIT = 50
@@ -103,18 +104,19 @@ def search_knowledge(
     vectors = vectors or session_vectors(session)
     candidates = max(limit * CANDIDATE_FACTOR, MIN_CANDIDATES)
     question = vectors.embed_query(query[:MAX_QUERY_CHARS])
+    searcher = vectors.searcher(session)
     nearest: list[VectorMatch] = []
     if VECTOR in retrievers:
-        found = vectors.nearest(session, question, candidates)
+        found = searcher.nearest(question, candidates)
         nearest = [match for match in found if match.similarity >= MIN_VECTOR_SIMILARITY]
     rankings: dict[str, Sequence[int]] = {}
     if FULL_TEXT in retrievers:
-        rankings[FULL_TEXT] = full_text_candidates(session, query, candidates)
+        rankings[FULL_TEXT] = full_text_candidates(session, query, candidates, chunk_count=searcher.chunk_count)
     rankings[VECTOR] = [match.chunk_id for match in nearest]
     fused = fuse(rankings)
     similarity = {match.chunk_id: match.similarity for match in nearest}
     missing = [c.chunk_id for c in fused[: limit * 2] if c.chunk_id not in similarity]
-    similarity.update(vectors.similarities(session, question, missing))
+    similarity.update(searcher.similarities(question, missing))
     rows = _chunk_rows(session, [candidate.chunk_id for candidate in fused[: limit * 2]])
     trigrams = query_trigrams(query_words(query))
     hits = [

@@ -25,7 +25,8 @@ from sqlmodel import Session, col, select
 
 from app.knowledge.chunking import Chunk, chunk_document
 from app.knowledge.types import SourceDocument
-from app.knowledge.vectors import FloatMatrix, KnowledgeVectors, embedding_text
+from app.knowledge.vector_matrix import FloatMatrix
+from app.knowledge.vectors import KnowledgeVectors, embedding_text
 from app.models.base import utc_now
 from app.models.knowledge import (
     TITLE_LENGTH,

@@ -6,10 +6,14 @@ in-process matrix of every chunk's vector.
 
 - Writing (``write``): one row per chunk, in the caller's transaction, so a document's vectors are stored with its
   chunks or not at all. SQLite keeps a little-endian float32 BLOB, PostgreSQL a pgvector ``vector(384)``.
-- Searching on SQLite (``nearest``): the matrix answers a query with one matrix-vector product. Before each
-  search it compares the chunk table's row count and highest id with those it was loaded at; chunk ids are never
-  reused, so any insert raises the highest id and any delete lowers the count. It then reads only the vectors of
-  new chunks and drops those of deleted ones, so a re-import, a prune or an erasure is reflected at the next query.
+- Searching (``searcher(session)``): one ``VectorSearcher`` per knowledge search, which finds the nearest vectors
+  and scores named chunks. On SQLite it holds the in-process ``VectorMatrix`` (``app.knowledge.vector_matrix``:
+  exact up to 20k chunks, a sign-bit prefilter then exact rescoring above). Making one reads the chunk count and
+  revision that triggers keep in ``knowledge_chunk_counts``: every insert and delete of a chunk raises the
+  revision. When it changed, the matrix reads only the vectors of chunks newer than its highest id (chunk ids are
+  never reused) and, if its row count then differs from the chunk count, drops those of deleted chunks, so a
+  re-import, a prune or an erasure is reflected at the next search. The count is handed on
+  (``chunk_count``), so the full-text side need not count again.
 - Searching on PostgreSQL: the HNSW index (``ORDER BY embedding <=> :q``); several servers share it.
 
 Lifecycle: ``vectors_for(engine)`` returns the one ``KnowledgeVectors`` of that engine in this process, built on
@@ -30,12 +34,13 @@ import numpy.typing as npt
 from sqlalchemy import Engine, bindparam, text
 from sqlmodel import Session
 
+from app.knowledge.vector_matrix import EMBEDDING_DIMS, FloatMatrix, VectorMatch, VectorMatrix
+
 if TYPE_CHECKING:
     from app.settings import Settings
 
-FloatMatrix = npt.NDArray[np.float32]
-EMBEDDING_DIMS = 384  # knowledge_vectors.embedding on PostgreSQL is vector(384)
 VECTOR_TABLE = "knowledge_vectors"
+COUNTS_TABLE = "knowledge_chunk_counts"  # SQLite's, kept by triggers (0019_knowledge_chunk_counts)
 SQLITE_VECTOR_DTYPE = np.dtype("<f4")
 # The pgvector literal's precision: float32 carries about 7 significant digits.
 PG_VECTOR_DIGITS = 7
@@ -115,21 +120,74 @@ def pg_vector_literal(vector: npt.NDArray[np.float32]) -> str:
     return "[" + ",".join(f"{value:.{PG_VECTOR_DIGITS}g}" for value in vector.tolist()) + "]"
 
 
+class VectorSearcher(Protocol):
+    """Vector search over one database as of one moment: what a single knowledge search asks of the vectors."""
+
+    @property
+    def chunk_count(self) -> int | None:
+        """How many chunks there are, where the searcher learnt it anyway (SQLite), else None."""
+        ...
+
+    def nearest(self, query: FloatMatrix, limit: int) -> list[VectorMatch]:
+        """The ``limit`` chunks whose vectors are closest to ``query`` (a unit vector), most similar first."""
+        ...
+
+    def similarities(self, query: FloatMatrix, chunk_ids: Sequence[int]) -> dict[int, float]:
+        """The cosine similarity of ``query`` to each of ``chunk_ids`` that has a vector."""
+        ...
+
+
 @dataclass(frozen=True)
-class VectorMatch:
-    chunk_id: int
-    similarity: float  # cosine similarity, in [-1, 1]
+class MatrixSearcher:
+    """SQLite's: the in-process matrix as of the moment the searcher was made."""
+
+    vectors: VectorMatrix
+    chunk_count: int | None
+
+    def nearest(self, query: FloatMatrix, limit: int) -> list[VectorMatch]:
+        return self.vectors.nearest(query, limit)
+
+    def similarities(self, query: FloatMatrix, chunk_ids: Sequence[int]) -> dict[int, float]:
+        return self.vectors.similarities(query, chunk_ids) if chunk_ids else {}
+
+
+@dataclass(frozen=True)
+class _PostgresSearcher:
+    session: Session
+    chunk_count: int | None = None
+
+    def nearest(self, query: FloatMatrix, limit: int) -> list[VectorMatch]:
+        if limit <= 0:
+            return []
+        rows = self.session.execute(
+            text(
+                f"SELECT chunk_id, 1 - (embedding <=> CAST(:q AS vector)) FROM {VECTOR_TABLE} "
+                "ORDER BY embedding <=> CAST(:q AS vector) LIMIT :limit"
+            ),
+            {"q": pg_vector_literal(query), "limit": limit},
+        ).all()
+        return [VectorMatch(int(row[0]), float(row[1])) for row in rows]
+
+    def similarities(self, query: FloatMatrix, chunk_ids: Sequence[int]) -> dict[int, float]:
+        if not chunk_ids:
+            return {}
+        rows = self.session.execute(
+            text(
+                f"SELECT chunk_id, 1 - (embedding <=> CAST(:q AS vector)) FROM {VECTOR_TABLE} WHERE chunk_id IN :ids"
+            ).bindparams(bindparam("ids", expanding=True)),
+            {"q": pg_vector_literal(query), "ids": list(chunk_ids)},
+        ).all()
+        return {int(row[0]): float(row[1]) for row in rows}
 
 
 class KnowledgeVectors:
-    """The chunk embeddings of one database: writing them, and finding the nearest to a query."""
+    """The chunk embeddings of one database: writing them, and searching them."""
 
     def __init__(self, embedder: TextEmbedder) -> None:
         self.embedder = embedder
         self._lock = threading.Lock()
-        self._ids = np.zeros(0, dtype=np.int64)
-        self._matrix = np.zeros((0, EMBEDDING_DIMS), dtype=np.float32)
-        self._loaded_at: tuple[int, int] | None = None  # (chunk count, highest chunk id) the matrix reflects
+        self._matrix = VectorMatrix.empty()
+        self._loaded_at: tuple[int, int] | None = None  # (chunk count, revision) the matrix reflects
 
     def embed(self, texts: Sequence[str]) -> FloatMatrix:
         return embed_texts(self.embedder, texts)
@@ -155,79 +213,36 @@ class KnowledgeVectors:
             statement = f"INSERT INTO {VECTOR_TABLE} (chunk_id, embedding) VALUES (:id, :v)"
         session.execute(text(statement), rows)
 
-    def nearest(self, session: Session, query: FloatMatrix, limit: int) -> list[VectorMatch]:
-        """The ``limit`` chunks whose vectors are closest to ``query`` (a unit vector), most similar first."""
-        if limit <= 0:
-            return []
+    def searcher(self, session: Session) -> VectorSearcher:
+        """Search as of the database's current chunks: on SQLite, the matrix refreshed first if they changed."""
         if _is_postgres(session):
-            rows = session.execute(
-                text(
-                    f"SELECT chunk_id, 1 - (embedding <=> CAST(:q AS vector)) FROM {VECTOR_TABLE} "
-                    "ORDER BY embedding <=> CAST(:q AS vector) LIMIT :limit"
-                ),
-                {"q": pg_vector_literal(query), "limit": limit},
-            ).all()
-            return [VectorMatch(int(row[0]), float(row[1])) for row in rows]
-        ids, matrix = self._current(session)
-        if not len(ids):
-            return []
-        scores = matrix @ query
-        top = np.argpartition(-scores, limit - 1)[:limit] if limit < len(scores) else np.arange(len(scores))
-        ordered = top[np.argsort(-scores[top], kind="stable")]
-        return [VectorMatch(int(ids[index]), float(scores[index])) for index in ordered]
-
-    def similarities(self, session: Session, query: FloatMatrix, chunk_ids: Sequence[int]) -> dict[int, float]:
-        """The cosine similarity of ``query`` to each of ``chunk_ids`` that has a vector."""
-        if not chunk_ids:
-            return {}
-        if _is_postgres(session):
-            rows = session.execute(
-                text(
-                    f"SELECT chunk_id, 1 - (embedding <=> CAST(:q AS vector)) FROM {VECTOR_TABLE} "
-                    "WHERE chunk_id IN :ids"
-                ).bindparams(bindparam("ids", expanding=True)),
-                {"q": pg_vector_literal(query), "ids": list(chunk_ids)},
-            ).all()
-            return {int(row[0]): float(row[1]) for row in rows}
-        ids, matrix = self._current(session)
-        positions = np.searchsorted(ids, np.asarray(chunk_ids, dtype=np.int64))
-        found: dict[int, float] = {}
-        for chunk_id, position in zip(chunk_ids, positions.tolist(), strict=True):
-            if position < len(ids) and ids[position] == chunk_id:
-                found[chunk_id] = float(matrix[position] @ query)
-        return found
-
-    def _current(self, session: Session) -> tuple[npt.NDArray[np.int64], FloatMatrix]:
-        """The matrix (ids ascending) as of the database's current chunks, refreshed if they changed."""
-        count, highest = session.execute(text("SELECT count(*), coalesce(max(id), 0) FROM knowledge_chunks")).one()
-        state = (int(count), int(highest))
+            return _PostgresSearcher(session)
+        count, revision = session.execute(text(f"SELECT chunks, revision FROM {COUNTS_TABLE} WHERE id = 1")).one()
+        state = (int(count), int(revision))
         with self._lock:
             if state != self._loaded_at:
-                self._refresh(session, state)
-            return self._ids, self._matrix
+                self._matrix = self._refreshed(session, state[0])
+                self._loaded_at = state
+            return MatrixSearcher(self._matrix, state[0])
 
-    def _refresh(self, session: Session, state: tuple[int, int]) -> None:
-        known_highest = int(self._ids[-1]) if len(self._ids) else 0
+    def _refreshed(self, session: Session, chunk_count: int) -> VectorMatrix:
         rows = session.execute(
             text(f"SELECT chunk_id, embedding FROM {VECTOR_TABLE} WHERE chunk_id > :after ORDER BY chunk_id"),
-            {"after": known_highest},
+            {"after": self._matrix.highest_id},
         ).all()
-        ids, matrix = self._ids, self._matrix
+        matrix = self._matrix
         if rows:
             new_ids = np.fromiter((int(row[0]) for row in rows), dtype=np.int64, count=len(rows))
-            new_matrix = np.frombuffer(b"".join(bytes(row[1]) for row in rows), dtype=SQLITE_VECTOR_DTYPE)
-            ids = np.concatenate([ids, new_ids])
-            matrix = np.concatenate([matrix, new_matrix.reshape(len(rows), EMBEDDING_DIMS).astype(np.float32)])
-        if len(ids) != state[0]:
+            new_rows = np.frombuffer(b"".join(bytes(row[1]) for row in rows), dtype=SQLITE_VECTOR_DTYPE)
+            matrix = matrix.appended(new_ids, new_rows.reshape(len(rows), EMBEDDING_DIMS).astype(np.float32))
+        if len(matrix) != chunk_count:
             # Some chunks went away (or some never had a vector): keep the rows of the chunks that remain. The
             # chunk ids come from an index, far smaller to read than the vectors.
             remaining = np.fromiter(
                 (int(row[0]) for row in session.execute(text("SELECT id FROM knowledge_chunks"))), dtype=np.int64
             )
-            keep = np.isin(ids, remaining)
-            ids, matrix = ids[keep], matrix[keep]
-        self._ids, self._matrix = ids, np.ascontiguousarray(matrix)
-        self._loaded_at = state
+            matrix = matrix.kept(remaining)
+        return matrix
 
 
 def _is_postgres(session: Session) -> bool:

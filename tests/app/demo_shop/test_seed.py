@@ -26,7 +26,8 @@ from app.demo_shop import (
 )
 from app.knowledge.search import is_confident, search_knowledge
 from app.knowledge.store import delete_documents
-from app.knowledge.vectors import EMBEDDING_DIMS, KnowledgeVectors, attach_vectors
+from app.knowledge.vector_matrix import EMBEDDING_DIMS
+from app.knowledge.vectors import KnowledgeVectors, attach_vectors
 from app.models import (
     Customer,
     KnowledgeChunk,

@@ -43,7 +43,7 @@ from app.models import (
     segment_title,
 )
 
-HEAD = "0017_promises"
+HEAD = "0019_knowledge_chunk_counts"
 SessionDep = Annotated[Session, Depends(get_session)]
 ALL_TABLES = {
     "staff_members", "audit_events", "customers", "conversations", "messages", "context_segments", "compactions",
@@ -55,12 +55,12 @@ ALL_TABLES = {
     "promise_records",
 }  # fmt: skip
 # The search indexes on SQLite: the FTS5 tables and their shadow tables (no content table: external content), and
-# the knowledge chunks' embeddings.
+# the knowledge chunks' embeddings and their count.
 SEARCH_TABLES = {
     f"{index}{shadow}"
     for index in ("messages_search", "knowledge_chunks_search")
     for shadow in ("", "_data", "_idx", "_docsize", "_config")
-} | {"knowledge_vectors"}
+} | {"knowledge_vectors", "knowledge_chunk_counts"}
 # Tables a later migration renamed: the offline script creates them under their first name.
 RENAMED_TABLES = {"staff_members": "agents"}
 
