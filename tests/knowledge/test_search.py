@@ -8,12 +8,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
 from sqlmodel import Session
 
 from app.knowledge.importer import import_documents
 from app.knowledge.search import CONFIDENCE_THRESHOLD, is_confident, search_knowledge
 from app.knowledge.store import delete_source
+from app.knowledge.vectors import vectors_for
 from app.models.knowledge import KnowledgeDocument
 from tests.support.knowledge import article, knowledge_engine
 
@@ -141,6 +142,22 @@ def test_a_deleted_source_leaves_the_results_at_once(help_center: Engine) -> Non
         session.commit()
 
     assert search(help_center, "refund timing") == []
+
+
+def test_the_vector_side_follows_every_chunk_change_through_the_trigger_kept_count(sqlite_engine: Engine) -> None:
+    def counted() -> tuple[int, int, int | None]:
+        with Session(sqlite_engine) as session:
+            actual = session.execute(text("SELECT count(*) FROM knowledge_chunks")).scalar_one()
+            kept = session.execute(text("SELECT chunks FROM knowledge_chunk_counts")).scalar_one()
+            return int(actual), int(kept), vectors_for(sqlite_engine).searcher(session).chunk_count
+
+    import_documents(sqlite_engine, "help", HELP_CENTER, budget_tokens=BUDGET)
+    added = counted()
+    assert added[0] == added[1] == added[2] > len(HELP_CENTER)
+    with Session(sqlite_engine) as session:
+        delete_source(session, "help")
+        session.commit()
+    assert counted() == (0, 0, 0)
 
 
 def test_a_question_far_from_every_chunk_is_not_confident(help_center: Engine) -> None:
