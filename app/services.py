@@ -2,12 +2,12 @@
 ``app.web.deps``, started with ``start`` and stopped with ``close``.
 
 Building migrates the database and loads the embedding model (off the event loop); ``start`` launches the
-background work: turn recovery, the closing of idle conversations (every process; each close is guarded), and
-outbox delivery, the quick backfill after a summary-model outage and the daily
-conclusion sync, which run in this process on SQLite (loops, APScheduler) and as jobs of the shared job queue on
-PostgreSQL (``app.jobs.queue``, each job once across the servers). ``close`` is bounded whatever the dependencies
-are doing: running turns get a grace period and are recovered at the next start, and a hung memory call is left to
-its daemon worker (the outbox is durable).
+background work: turn recovery, the closing of idle conversations (every process; each close is guarded), and on
+SQLite the knowledge search's warm-up (``app.knowledge.warm``); outbox delivery, the quick backfill after a
+summary-model outage and the daily conclusion sync run in this process on SQLite (loops, APScheduler) and as jobs of
+the shared job queue on PostgreSQL (``app.jobs.queue``, each job once across the servers). ``close`` is bounded
+whatever the dependencies are doing: running turns get a grace period and are recovered at the next start, and a
+hung memory call is left to its daemon worker (the outbox is durable).
 
 On PostgreSQL, the live events and the visitor rate limits are kept in the database (``shared_state``), so that
 several server processes on one database show a visitor the same streams and the same limits, and a conversation's
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,7 @@ from app.identity import VisitorTokens
 from app.infra.metrics import Metrics
 from app.infra.templates import prompt_environment
 from app.knowledge.vectors import attach_vectors, embedder_from_settings
+from app.knowledge.warm import warm_knowledge
 from app.live.broker import EventBroker
 from app.live.pg_broker import PostgresEventBroker
 from app.llm import LLMGateway
@@ -50,6 +52,9 @@ from app.turns.turn import AgentTurn
 
 if TYPE_CHECKING:
     from app.jobs.queue import JobQueue
+
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -80,6 +85,7 @@ class Services:
     jobs: JobQueue | None = None
     _delivery: asyncio.Task[None] | None = field(default=None, repr=False)
     _backfill: asyncio.Task[None] | None = field(default=None, repr=False)
+    _warming: asyncio.Future[int] | None = field(default=None, repr=False)
 
     def start(self) -> None:
         """Start the background work (on the running event loop): turn recovery, outbox delivery, daily sync."""
@@ -91,6 +97,7 @@ class Services:
         if self.db.dialect.name == "postgresql":
             self._start_job_queue()
             return
+        self._warming = asyncio.get_running_loop().run_in_executor(None, warm_knowledge, self.db)
         if self.memory is not None:
             self._delivery = asyncio.get_running_loop().create_task(self.memory.run())
         backfill = self.backfill()
@@ -144,6 +151,15 @@ class Services:
             self.sync.last_run = report.record
         return report
 
+    async def _warmed(self) -> None:
+        """Wait for the knowledge warm-up; a failure there only means the first searches do the loading."""
+        if self._warming is None:
+            return
+        try:
+            await self._warming
+        except Exception:
+            logger.warning("warming the knowledge search failed; searches load it themselves", exc_info=True)
+
     async def close(self) -> None:
         if isinstance(self.sync, SyncSchedule):
             self.sync.stop()
@@ -152,6 +168,7 @@ class Services:
         if self.idle_closing is not None:
             await self.idle_closing.stop()
         await self.turns.shutdown()
+        await self._warmed()
         if self.jobs is not None:
             await self.jobs.close()
         for task in (self._delivery, self._backfill):

@@ -9,6 +9,8 @@ Map of the package (``app`` imports ``memory`` and ``compression``; nothing here
 - ``store``: one document with its chunks and vectors written in one transaction; content hashes.
 - ``importer``: ``import_documents`` (added, updated, unchanged, removed, failed) and its ``ImportReport``.
 - ``fulltext``: the full-text candidates (SQLite FTS5 trigrams, PostgreSQL full-text), the query read as plain words.
+- ``term_frequencies``: how many chunks hold each query term, so a large store's search leaves common ones out.
+- ``warm``: ``warm_knowledge``, the matrix and the trigram counts loaded when a server starts (SQLite).
 - ``search``: ``search_knowledge``, full-text and vector candidates fused by reciprocal rank; the confidence rule.
 - ``readers``: ``read_paths``, files, folders and ZIP archives read into ``SourceDocument``s, each file through
   ``formats`` (Markdown with its front matter, HTML through ``web_html``, PDF text layers, plain text).

@@ -15,8 +15,9 @@ A question of common words only then ranks by its rarest words, and the embeddin
 
 Where the counts come from, remembered per database in this process:
 
-- SQLite (``TrigramFrequencies``): FTS5's own vocabulary table (``fts5vocab``), exact, counted again once the store
-  has grown or shrunk by ``RECOUNT_CHANGE``;
+- SQLite (``TrigramFrequencies``): FTS5's own vocabulary table (``fts5vocab``), exact. A server counts the whole
+  vocabulary once in the background when it starts (``app.knowledge.warm``); until then, and once the store has
+  grown or shrunk by ``RECOUNT_CHANGE`` since, each search counts the trigrams it has not seen;
 - PostgreSQL (``WordFrequencies``): the statistics ``ANALYZE`` keeps of the stored tsvector column
   (``pg_stats.most_common_elems``: the most common words with the share of rows holding each), read again after
   ``STATISTICS_TTL_S``. A word not listed is rarer than every listed one; its count is taken as the least listed
@@ -70,6 +71,19 @@ class TrigramFrequencies:
         self._lock = threading.Lock()
         self._counts: dict[str, int] = {}
         self._counted_at = 0  # the chunk count when the remembered counts were taken
+        self._whole = False  # the counts hold the whole vocabulary: a trigram not in them is in no chunk
+
+    def load_all(self, session: Session, chunks: int) -> None:
+        """Count every trigram of the index in one pass (about a second at 100k chunks), so that no search pays
+        for counting a common trigram itself (2 ms each: FTS5 reads its whole list of chunks). A small store,
+        whose searches leave nothing out, is not counted."""
+        if chunks < PRUNE_FROM_CHUNKS:
+            return
+        _create_vocabulary(session)
+        rows = session.execute(text(f"SELECT term, doc FROM {VOCABULARY_TABLE}")).all()
+        with self._lock:
+            self._counts = {str(row[0]): int(row[1]) for row in rows}
+            self._counted_at, self._whole = chunks, True
 
     def keep(self, session: Session, trigrams: list[str], chunks: int | None = None) -> list[str]:
         if chunks is None:
@@ -81,14 +95,10 @@ class TrigramFrequencies:
     def _counts_of(self, session: Session, trigrams: list[str], chunks: int) -> dict[str, int]:
         with self._lock:
             if abs(chunks - self._counted_at) > RECOUNT_CHANGE * max(self._counted_at, 1):
-                self._counts, self._counted_at = {}, chunks
-            missing = [trigram for trigram in trigrams if trigram not in self._counts]
+                self._counts, self._counted_at, self._whole = {}, chunks, False
+            missing = [] if self._whole else [trigram for trigram in trigrams if trigram not in self._counts]
         if missing:
-            session.execute(
-                text(
-                    f"CREATE VIRTUAL TABLE IF NOT EXISTS {VOCABULARY_TABLE} USING fts5vocab(main, {SEARCH_TABLE}, row)"
-                )
-            )
+            _create_vocabulary(session)
             rows = session.execute(
                 text(f"SELECT term, doc FROM {VOCABULARY_TABLE} WHERE term IN :terms").bindparams(
                     bindparam("terms", expanding=True)
@@ -100,6 +110,12 @@ class TrigramFrequencies:
                 self._counts.update({trigram: found.get(trigram, 0) for trigram in missing})
         with self._lock:
             return {trigram: self._counts.get(trigram, 0) for trigram in trigrams}
+
+
+def _create_vocabulary(session: Session) -> None:
+    session.execute(
+        text(f"CREATE VIRTUAL TABLE IF NOT EXISTS {VOCABULARY_TABLE} USING fts5vocab(main, {SEARCH_TABLE}, row)")
+    )
 
 
 class WordFrequencies:

@@ -82,3 +82,21 @@ def test_postgres_counts_come_from_the_planner_statistics(postgres_url: str, mon
         assert hits[0].title == "Article 7"
     finally:
         engine.dispose()
+
+
+def test_after_the_warm_up_a_search_counts_no_trigram_itself(
+    sqlite_engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sqlalchemy import event
+
+    from app.knowledge.warm import warm_knowledge
+
+    monkeypatch.setattr(term_frequencies, "PRUNE_FROM_CHUNKS", 10)
+    import_documents(sqlite_engine, "help", common_and_rare(40))
+    assert warm_knowledge(sqlite_engine) >= 40
+    statements: list[str] = []
+    event.listen(sqlite_engine, "before_cursor_execute", lambda *args: statements.append(args[2]))
+    with Session(sqlite_engine) as session:
+        hits = search_knowledge(session, "shipping walrus mascot", limit=1)
+    assert hits[0].title == "Article 7"
+    assert statements and not [sql for sql in statements if "knowledge_trigram_counts" in sql]
