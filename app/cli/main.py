@@ -13,6 +13,7 @@ from typer.main import get_command
 from app.cli.common import EXIT_FAILURE, EXIT_OK, CommandError, Invocation, command_group
 from app.cli.customer import customer_commands
 from app.cli.database import migrate_command, seed_demo_command
+from app.cli.evals import eval_commands
 from app.cli.knowledge import knowledge_commands
 from app.cli.memory import memory_commands
 from app.cli.serve import serve_command
@@ -27,6 +28,7 @@ cli.command("seed-demo")(seed_demo_command)
 cli.command("serve")(serve_command)
 cli.command("sync")(sync_command)
 cli.add_typer(customer_commands, name="customer")
+cli.add_typer(eval_commands, name="eval")
 cli.add_typer(knowledge_commands, name="knowledge")
 cli.add_typer(memory_commands, name="memory")
 cli.add_typer(staff_commands, name="staff")

@@ -1,0 +1,96 @@
+"""``memdesk eval run`` and ``memdesk eval compare``: scenarios of simulated customers against the configured models.
+
+``run`` reads scenario files (``app.evals.scenario``; the default suite with no path), runs each against a fresh app
+(``app.evals.runner``) with the models the settings name, prints a table (or ``--json``), writes ``--junit`` XML,
+and exits non-zero when a scenario did not turn out as expected. ``compare`` exits non-zero on a regression.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from app.cli.common import EXIT_FAILURE, EXIT_OK, CommandError, Invocation, command_group, load_settings
+from app.evals.report import compare, junit, table
+from app.evals.runner import run_suite
+from app.evals.scenario import ScenarioError, load_scenarios
+
+eval_commands = command_group()
+
+
+@eval_commands.callback()
+def eval_group(context: typer.Context) -> None:
+    """Evaluations: scripted customers check that the bot still handles the typical conversations."""
+    Invocation.note_subcommand(context)
+
+
+PathsArgument = Annotated[
+    list[Path] | None,
+    typer.Argument(help="scenario files or folders (default: the demo shop suite)", metavar="PATH", show_default=False),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="print the report as one JSON object")]
+JunitOption = Annotated[
+    Path | None, typer.Option("--junit", metavar="FILE", help="also write the report as JUnit XML", show_default=False)
+]
+KeepOption = Annotated[
+    Path | None,
+    typer.Option("--work-dir", metavar="DIR", help="keep each scenario's database here", show_default=False),
+]
+
+
+@eval_commands.command("run")
+def run_command(paths: PathsArgument = None, as_json: JsonOption = False, junit_file: JunitOption = None,
+                work_dir: KeepOption = None) -> None:  # fmt: skip
+    """Run scenarios against the configured chat and summary models; exit 1 unless each turned out as expected."""
+    try:
+        scenarios = load_scenarios(paths or [])
+    except ScenarioError as error:
+        raise CommandError(str(error)) from None
+    settings = load_settings()
+    folder = work_dir or Path(tempfile.mkdtemp(prefix="memdesk-eval-"))
+    progress = None if as_json or not sys.stderr.isatty() else (lambda line: print(line, file=sys.stderr))
+    try:
+        report = run_suite(scenarios, settings, folder, progress=progress).as_json()
+    finally:
+        if work_dir is None:
+            shutil.rmtree(folder, ignore_errors=True)
+    if junit_file is not None:
+        junit_file.write_text(junit(report), encoding="utf-8")
+    print(json.dumps(report) if as_json else table(report))
+    raise typer.Exit(EXIT_OK if report["as_expected"] == report["scenarios"] else EXIT_FAILURE)
+
+
+@eval_commands.command("compare")
+def compare_command(
+    before: Annotated[Path, typer.Argument(help="the earlier run's JSON report", metavar="A.json")],
+    after: Annotated[Path, typer.Argument(help="the later run's JSON report", metavar="B.json")],
+) -> None:
+    """List what regressed from A to B; exit 1 when anything did."""
+    try:
+        regressions = compare(_report(before), _report(after))
+    except (KeyError, TypeError) as error:
+        raise CommandError(
+            f"a report lacks what memdesk eval run --json writes ({error}); compare two such reports."
+        ) from None
+    for line in regressions:
+        print(line)
+    print(f"{len(regressions)} regression(s)" if regressions else "no regression")
+    raise typer.Exit(EXIT_FAILURE if regressions else EXIT_OK)
+
+
+def _report(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise CommandError(
+            f"{path}: not a readable eval report ({error}); make one with memdesk eval run --json."
+        ) from None
+    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
+        raise CommandError(f"{path}: not an eval report (no results); make one with memdesk eval run --json.")
+    return data

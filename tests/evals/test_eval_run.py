@@ -1,0 +1,85 @@
+"""``memdesk eval run`` on the default suite against the scripted model: the real app, tools, memory and sync; the
+scenario meant to fail fails; the reports; ``eval compare`` exits non-zero on a regression."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.evals.report import compare, junit, table
+from app.evals.runner import run_suite
+from app.evals.scenario import load_scenarios
+from tests.support.eval_track import CHAT_MODEL, SUMMARY_MODEL, track_rule
+from tests.support.scripted_llm import ScriptedLLMServer
+from tests.support.settings import app_settings
+
+
+@pytest.fixture(scope="module")
+def suite_report(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    scenarios = load_scenarios()
+    work = tmp_path_factory.mktemp("eval")
+    with ScriptedLLMServer() as server:
+        server.set_rule(track_rule(scenarios))
+        settings = app_settings(work / "base", server, chat_model=CHAT_MODEL, summary_model_override=SUMMARY_MODEL,
+                                memory_enabled=True, memory_embedder="hashing")  # fmt: skip
+        yield run_suite(scenarios, settings, work / "runs").as_json()
+
+
+def result_of(report: dict[str, Any], scenario: str) -> dict[str, Any]:
+    return next(result for result in report["results"] if result["id"] == scenario)
+
+
+def test_the_default_suite_turns_out_as_expected_with_the_scripted_model(suite_report: dict[str, Any]) -> None:
+    failures = [r for r in suite_report["results"] if not r["as_expected"]]
+    assert not failures, table(suite_report)
+    assert suite_report["as_expected"] == suite_report["scenarios"] >= 4
+    assert suite_report["checks_passed"] < suite_report["checks"]  # the scenario meant to fail did
+
+
+def test_a_reply_stating_facts_no_tool_gave_is_reported_with_them(suite_report: dict[str, Any]) -> None:
+    caught = result_of(suite_report, "invented-tracking-is-caught")
+    assert caught["expect"] == "fail" and not caught["passed"] and caught["as_expected"]
+    detail = caught["days"][0][0]["detail"]
+    assert "1Z999AA10123456784" in detail and "99.00" in detail
+    assert "W9100003" not in detail  # the tool gave the order number
+
+
+def test_a_promise_synced_on_day_one_is_a_memory_with_its_due_date_on_day_two(suite_report: dict[str, Any]) -> None:
+    promise = result_of(suite_report, "promise-kept-next-day")
+    day_one, day_two = promise["days"]
+    assert day_one[0]["passed"] and "W9200001" in day_one[0]["detail"], day_one
+    assert all(check["passed"] for check in day_two), day_two
+
+
+def test_the_reports_name_every_check(suite_report: dict[str, Any]) -> None:
+    xml = junit(suite_report)
+    assert 'name="memdesk-eval"' in xml and "order-status.day1" in xml
+    assert 'failures="0"' in xml and 'errors="0"' in xml
+    assert "invented-tracking-is-caught" in table(suite_report)
+
+
+def test_compare_lists_a_check_that_passed_and_now_fails(suite_report: dict[str, Any]) -> None:
+    assert compare(suite_report, suite_report) == []
+    worse = json.loads(json.dumps(suite_report))
+    status = result_of(worse, "order-status")
+    status["days"][0][1]["passed"], status["passed"], status["as_expected"] = False, False, False
+    regressions = compare(suite_report, worse)
+    assert len(regressions) == 2 and all(line.startswith("order-status") for line in regressions)
+
+
+def test_eval_compare_exits_non_zero_on_a_regression(suite_report: dict[str, Any], tmp_path: Path) -> None:
+    from app.cli.main import main
+
+    before, after = tmp_path / "a.json", tmp_path / "b.json"
+    before.write_text(json.dumps(suite_report))
+    worse = json.loads(json.dumps(suite_report))
+    worse["results"] = worse["results"][1:]
+    after.write_text(json.dumps(worse))
+    assert main(["eval", "compare", str(before), str(before)]) == 0
+    assert main(["eval", "compare", str(before), str(after)]) == 1
+    (tmp_path / "junk.json").write_text("[1, 2]")
+    assert main(["eval", "compare", str(before), str(tmp_path / "junk.json")]) == 1
