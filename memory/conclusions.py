@@ -46,9 +46,12 @@ SAME_MEANING_MIN_SIMILARITY = 0.65
 CHANGED_VALUE_MIN_SIMILARITY = 0.80
 
 
-def content_hash(customer_id: str, kind: str, text: str) -> str:
+def content_hash(customer_id: str, kind: str, text: str, due_date: date | None = None) -> str:
+    """What makes two conclusions the same one. The due date counts: a promise moved to another day, in words
+    unchanged, is a new version that supersedes the old, not a repeat to skip."""
     normalized = " ".join(text.lower().split())
-    return hashlib.sha256(f"{customer_id}\x1f{kind}\x1f{normalized}".encode()).hexdigest()
+    due = f"\x1fdue {due_date.isoformat()}" if due_date is not None else ""
+    return hashlib.sha256(f"{customer_id}\x1f{kind}\x1f{normalized}{due}".encode()).hexdigest()
 
 
 def same_decision(
@@ -134,7 +137,7 @@ class Conclusion:
 
     @property
     def content_hash(self) -> str:
-        return content_hash(self.customer_id, self.kind.value, self.text)
+        return content_hash(self.customer_id, self.kind.value, self.text, self.due_date)
 
     @property
     def expiration_date(self) -> date | None:

@@ -40,10 +40,10 @@ def decision_digest(memory_id: str, conversation_id: int, decision: KeyDecision,
 
     A decision with a stable key is identified by conversation, key and the compaction that produced this version,
     so a reworded carry-over is never queued again while a change (a new date, a new amount) is queued once as the
-    version that supersedes the last. Decisions without a key fall back to their text.
+    version that supersedes the last. Decisions without a key fall back to their text and due date.
     """
     if not decision.key:
-        return content_hash(memory_id, decision.kind, decision.text)
+        return content_hash(memory_id, decision.kind, decision.text, decision.due_date)
     return content_hash(memory_id, decision.kind, f"decision {conversation_id}:{decision.key} {message_range}")
 
 

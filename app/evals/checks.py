@@ -11,6 +11,8 @@ Each check gives a ``CheckResult``: passed or not, and a sentence that says what
 - ``handed_off``: the conversation was handed to a person (``expected``, true by default);
 - ``memory``: after the day's sync the customer has an active memory of ``kind`` whose text holds ``contains``
   (case-insensitive) and, if given, is due on ``due``; ``expected = false`` checks there is none;
+- ``order_status``: at the end of the day the customer's order ``name`` is in ``status`` (a write action happened,
+  or did not);
 - ``max_tokens``: the day's model calls used at most ``limit`` tokens (prompt and completion, as the API reported);
 - ``max_reply_ms``: no reply took longer than ``limit`` milliseconds from the customer's message.
 """
@@ -55,6 +57,7 @@ class DayRecord:
     handed_off: bool = False
     tokens: int = 0
     reply_ms: list[float] = field(default_factory=list)
+    order_statuses: dict[str, str] = field(default_factory=dict)  # the customer's orders at the end of the day
 
 
 @dataclass(frozen=True)
@@ -146,6 +149,11 @@ def _memory(options: Mapping[str, Any], day: DayRecord) -> tuple[bool, str]:
     ) + f"; held: {held or 'none'}"
 
 
+def _order_status(options: Mapping[str, Any], day: DayRecord) -> tuple[bool, str]:
+    found = day.order_statuses.get(options["name"])
+    return found == options["status"], f"order {options['name']} is {found or 'unknown'}"
+
+
 def _max_tokens(options: Mapping[str, Any], day: DayRecord) -> tuple[bool, str]:
     return day.tokens <= options["limit"], f"{day.tokens} tokens (limit {options['limit']:g})"
 
@@ -172,6 +180,7 @@ _EVALUATORS: dict[str, Callable[[Mapping[str, Any], DayRecord], tuple[bool, str]
     "no_invented_identifiers": _no_invented,
     "handed_off": _handed_off,
     "memory": _memory,
+    "order_status": _order_status,
     "max_tokens": _max_tokens,
     "max_reply_ms": _max_reply_ms,
 }

@@ -259,6 +259,11 @@ def _read_transcript(db: Engine, conversation: str, record: DayRecord) -> None:
             {"key": key},
         ).scalars()
         record.cited_knowledge = [str(chunk) for chunk in cited]
+        conversation_row = session.exec(select(Conversation).where(Conversation.id == key)).one()
+        orders = session.exec(
+            select(Order.number, Order.status).where(Order.customer_id == conversation_row.customer_id)
+        )
+        record.order_statuses = {number: str(status) for number, status in orders}
 
 
 def _arguments(call: dict[str, Any]) -> dict[str, Any]:

@@ -30,6 +30,7 @@ CHECK_TYPES = (
     "no_invented_identifiers",
     "handed_off",
     "memory",
+    "order_status",
     "max_tokens",
     "max_reply_ms",
 )
@@ -48,6 +49,7 @@ _CHECK = {
         "contains": _STRING,
         "due": {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"},
         "limit": {"type": "number", "exclusiveMinimum": 0},
+        "status": {"enum": ["pending", "processing", "shipped", "delivered", "cancelled"]},
     },
 }
 _TOOL_CALL = {

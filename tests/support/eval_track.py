@@ -2,9 +2,10 @@
 its ``model`` track, and each summary request with the day's ``sync_notes``.
 
 A chat request is matched to its scenario by the customer's name in the system prompt (``Customer: NAME``) and to
-its line by the last customer message; after the tool results of that line's tool calls come back, the track's
-reply is sent. A summary request (to ``SUMMARY_MODEL``) gets the notes of the day whose first line its transcript
-holds. Names must be unique across the scenarios served; ``track_rule`` refuses them otherwise.
+its line by the last customer message. The line's tool calls not made yet since that message (the app may have
+looked some up itself) are sent; once all were made, the track's reply. A summary request (to ``SUMMARY_MODEL``)
+gets the notes of the day whose first line its transcript holds. Names must be unique across the scenarios served;
+``track_rule`` refuses them otherwise.
 """
 
 from __future__ import annotations
@@ -49,10 +50,14 @@ class TrackRule:
         turn = _turn(scenario, _text(messages[users[-1]]))
         if turn is None:
             return NO_TRACK_REPLY
-        answered = any(m.get("role") == "tool" for m in messages[users[-1] + 1 :])
-        if turn.tool_calls and not answered:
-            calls = [ScriptedToolCall(call.name, json.dumps(call.arguments)) for call in turn.tool_calls]
-            return ScriptedReply.with_tool_calls(*calls)
+        made = {
+            call.get("function", {}).get("name")
+            for message in messages[users[-1] + 1 :]
+            for call in message.get("tool_calls") or []
+        }
+        pending = [call for call in turn.tool_calls if call.name not in made]
+        if pending:
+            return ScriptedReply.with_tool_calls(*(ScriptedToolCall(c.name, json.dumps(c.arguments)) for c in pending))
         return turn.reply or NO_TRACK_REPLY
 
     def _notes(self, request: RecordedRequest) -> str:
