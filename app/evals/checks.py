@@ -10,7 +10,8 @@ Each check gives a ``CheckResult``: passed or not, and a sentence that says what
   given by a tool result, the customer, the cited knowledge or the customer's memories (``app.evals.invented``);
 - ``handed_off``: the conversation was handed to a person (``expected``, true by default);
 - ``memory``: after the day's sync the customer has an active memory of ``kind`` whose text holds ``contains``
-  (case-insensitive) and, if given, is due on ``due``; ``expected = false`` checks there is none;
+  (case-insensitive) and, if given, is due on ``due`` or on a ``due_weekday``; ``expected = false`` checks there is
+  none;
 - ``order_status``: at the end of the day the customer's order ``name`` is in ``status`` (a write action happened,
   or did not);
 - ``max_tokens``: the day's model calls used at most ``limit`` tokens (prompt and completion, as the API reported);
@@ -28,6 +29,8 @@ from typing import Any
 
 from app.evals.invented import invented_facts
 from app.evals.scenario import Check
+
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 
 
 @dataclass(frozen=True)
@@ -132,7 +135,7 @@ def _handed_off(options: Mapping[str, Any], day: DayRecord) -> tuple[bool, str]:
 def _memory(options: Mapping[str, Any], day: DayRecord) -> tuple[bool, str]:
     expected = bool(options.get("expected", True))
     contains = str(options.get("contains", "")).casefold()
-    due = options.get("due")
+    due, weekday = options.get("due"), options.get("due_weekday")
     found = [
         memory
         for memory in day.memories
@@ -140,6 +143,7 @@ def _memory(options: Mapping[str, Any], day: DayRecord) -> tuple[bool, str]:
         and (memory.kind == options.get("kind", memory.kind))
         and contains in memory.text.casefold()
         and (due is None or (memory.due_date is not None and memory.due_date.isoformat() == due))
+        and (weekday is None or (memory.due_date is not None and WEEKDAYS[memory.due_date.weekday()] == weekday))
     ]
     held = "; ".join(f"[{m.kind}] {m.text}" + (f" (due {m.due_date})" if m.due_date else "") for m in day.memories)
     if bool(found) == expected:

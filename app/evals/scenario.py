@@ -48,6 +48,7 @@ _CHECK = {
         "kind": {"enum": ["promise", "decision", "preference", "fact"]},
         "contains": _STRING,
         "due": {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"},
+        "due_weekday": {"enum": ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]},
         "limit": {"type": "number", "exclusiveMinimum": 0},
         "status": {"enum": ["pending", "processing", "shipped", "delivered", "cancelled"]},
     },
