@@ -49,12 +49,19 @@ class ConversationSummary(BaseModel):
     text: str
 
 
+class YourRating(BaseModel):
+    score: int = Field(description="How you rated the conversation, from 1 to 5")
+    comment: str | None
+    rated_at: datetime | None
+
+
 class Conversation(BaseModel):
     reference: str
     title: str
     started_at: datetime
     last_activity_at: datetime
     outcome: str = Field(description="Where the conversation stands")
+    your_rating: YourRating | None = Field(default=None, description="Your answer to 'How did we do?', if you gave one")
     messages: list[ChatMessage]
     summaries: list[ConversationSummary] = Field(
         description="Summaries the assistant wrote of long stretches of the conversation, to keep its notes short"

@@ -35,6 +35,7 @@ from app.models import (
     StaffMember,
 )
 from app.models.base import utc_now
+from app.models.outcomes import ConversationOutcome
 from app.privacy import document
 from app.privacy.erasure import audit_targets
 from memory.conclusions import ConclusionKind, MemoryItem, MemoryStatus
@@ -155,6 +156,7 @@ def _conversation(
         started_at=conversation.created_at,
         last_activity_at=conversation.updated_at,
         outcome=OUTCOMES.get(conversation.status, conversation.status.value),
+        your_rating=_rating(session.get(ConversationOutcome, conversation.id)),
         messages=[
             document.ChatMessage(sent_at=m.created_at, sender=_sender(m, staff_names), text=_text(m))
             for m in own
@@ -170,6 +172,12 @@ def _conversation(
             for c in compactions
         ],
     )
+
+
+def _rating(outcome: ConversationOutcome | None) -> document.YourRating | None:
+    if outcome is None or outcome.csat_score is None:
+        return None
+    return document.YourRating(score=outcome.csat_score, comment=outcome.csat_comment, rated_at=outcome.csat_at)
 
 
 def _made_by(said_by: str | None) -> str | None:

@@ -23,6 +23,7 @@ from app.models import (
     Conclusion,
     ConclusionKind,
     ConclusionSource,
+    Conversation,
     Message,
     MessageAuthor,
     MessageRole,
@@ -214,6 +215,30 @@ def test_html_export_is_a_printable_page_that_escapes_what_customers_wrote(
     staff_section = page[page.index('<section class="staff"') :]
     assert f"{NOTE} (Jane)" in staff_section and "never shown in the chat" in staff_section
     assert f"{NOTE} (Jane)" not in page[: page.index('<section class="staff"')]
+
+
+def test_the_export_holds_the_customers_rating_and_comment_escaped(
+    data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from app.models.outcomes import ConversationOutcome
+
+    jane, other = _populate(data_dir)
+    engine = create_db_engine(f"sqlite:///{data_dir / 'memdesk.db'}")
+    with Session(engine) as session:
+        for customer_id, score in ((jane, 4), (other, 1)):
+            conversation = session.exec(select(Conversation).where(Conversation.customer_id == customer_id)).one()
+            comment = f"<i>quick</i> ({score})"
+            outcome = ConversationOutcome(conversation_id=conversation.id, csat_score=score, csat_comment=comment)
+            session.add(outcome)
+        session.commit()
+    engine.dispose()
+    out = data_dir / "export.json"
+    assert main(["customer", "export", str(jane), "--output", str(out)]) == 0
+    (conversation,) = json.loads(out.read_text())["conversations"]
+    assert conversation["your_rating"]["score"] == 4 and conversation["your_rating"]["comment"] == "<i>quick</i> (4)"
+    assert main(["customer", "export", str(jane), "--html"]) == 0
+    page = capsys.readouterr().out
+    assert "Your rating: 4 out of 5: “&lt;i&gt;quick&lt;/i&gt; (4)”" in page and "(1)" not in page
 
 
 def test_erase_removes_the_customer_everywhere_and_leaves_others_alone(
