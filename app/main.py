@@ -33,6 +33,7 @@ from app.web.console import auth as console_auth
 from app.web.console import common as console_common
 from app.web.console import conversation as console_conversation
 from app.web.console import customer as console_customer
+from app.web.console import evals as console_evals
 from app.web.console import inbox as console_inbox
 from app.web.console import knowledge as console_knowledge
 from app.web.console import knowledge_gaps as console_knowledge_gaps
@@ -102,6 +103,7 @@ def create_app(
     app.include_router(console_admin.router)
     app.include_router(console_knowledge.router)
     app.include_router(console_knowledge_gaps.router)
+    app.include_router(console_evals.router)
     app.include_router(console_knowledge_import.router)
     ops.install(app)
 

@@ -16,10 +16,20 @@ from typing import Annotated, Any
 
 import typer
 
-from app.cli.common import EXIT_FAILURE, EXIT_OK, CommandError, Invocation, command_group, load_settings
+from app.cli.common import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    CommandError,
+    Invocation,
+    command_group,
+    database_errors_explained,
+    load_settings,
+)
 from app.evals.report import compare, junit, table
 from app.evals.runner import run_suite
 from app.evals.scenario import ScenarioError, load_scenarios
+from app.evals.store import save_run
+from app.settings import Settings
 
 eval_commands = command_group()
 
@@ -38,6 +48,9 @@ JsonOption = Annotated[bool, typer.Option("--json", help="print the report as on
 JunitOption = Annotated[
     Path | None, typer.Option("--junit", metavar="FILE", help="also write the report as JUnit XML", show_default=False)
 ]
+NoSaveOption = Annotated[
+    bool, typer.Option("--no-save", help="do not save the run in the database (the console lists saved runs)")
+]
 KeepOption = Annotated[
     Path | None,
     typer.Option("--work-dir", metavar="DIR", help="keep each scenario's database here", show_default=False),
@@ -46,7 +59,7 @@ KeepOption = Annotated[
 
 @eval_commands.command("run")
 def run_command(paths: PathsArgument = None, as_json: JsonOption = False, junit_file: JunitOption = None,
-                work_dir: KeepOption = None) -> None:  # fmt: skip
+                work_dir: KeepOption = None, no_save: NoSaveOption = False) -> None:  # fmt: skip
     """Run scenarios against the configured chat and summary models; exit 1 unless each turned out as expected."""
     try:
         scenarios = load_scenarios(paths or [])
@@ -62,6 +75,8 @@ def run_command(paths: PathsArgument = None, as_json: JsonOption = False, junit_
             shutil.rmtree(folder, ignore_errors=True)
     if junit_file is not None:
         junit_file.write_text(junit(report), encoding="utf-8")
+    if not no_save:
+        _save(settings, report)
     print(json.dumps(report) if as_json else table(report))
     raise typer.Exit(EXIT_OK if report["as_expected"] == report["scenarios"] else EXIT_FAILURE)
 
@@ -94,3 +109,22 @@ def _report(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict) or not isinstance(data.get("results"), list):
         raise CommandError(f"{path}: not an eval report (no results); make one with memdesk eval run --json.")
     return data
+
+
+def _save(settings: Settings, report: dict[str, Any]) -> None:
+    """Into the configured database, migrated first; a database that cannot take it is said, and the run stands."""
+    from app.db import create_db_engine, migrate
+
+    url = settings.resolved_database_url
+    try:
+        with database_errors_explained():
+            migrate(url)
+            engine = create_db_engine(url)
+            try:
+                run_id = save_run(engine, report)
+            finally:
+                engine.dispose()
+    except CommandError as error:
+        print(f"the run was not saved: {error}", file=sys.stderr)
+        return
+    print(f"saved as run {run_id}; the console shows it at /console/evals/{run_id}", file=sys.stderr)

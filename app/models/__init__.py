@@ -12,6 +12,7 @@ Importing this package registers every table on ``SQLModel.metadata`` (what alem
 - ``shop``: the demo shop
 - ``outcomes``: how each conversation turned out (resolution, handoff reason, first replies, reopens, rating)
 - ``knowledge``: imported knowledge sources, documents, chunks, the chunks a reply cited, content gaps
+- ``evaluations``: the saved runs of ``memdesk eval run``
 """
 
 from app.models.base import DEFAULT_CURRENCY, NAMING_CONVENTION, utc_now
@@ -26,6 +27,7 @@ from app.models.console import (
     StaffSession,
 )
 from app.models.context import Compaction, ContextSegment, SegmentReason, segment_title
+from app.models.evaluations import EvalRun
 from app.models.events import ConversationEvent, ConversationEventSequence, RateLimitWindow
 from app.models.knowledge import (
     GapReason,
@@ -79,6 +81,7 @@ __all__ = [
     "ConversationRead",
     "ConversationStatus",
     "Customer",
+    "EvalRun",
     "GapReason",
     "GapStatus",
     "HandoffReason",

@@ -83,3 +83,27 @@ def test_eval_compare_exits_non_zero_on_a_regression(suite_report: dict[str, Any
     assert main(["eval", "compare", str(before), str(after)]) == 1
     (tmp_path / "junk.json").write_text("[1, 2]")
     assert main(["eval", "compare", str(before), str(tmp_path / "junk.json")]) == 1
+
+
+def test_supervisors_see_saved_runs_and_what_failed_agents_do_not(
+    suite_report: dict[str, Any], tmp_path: Path, scripted_server: ScriptedLLMServer
+) -> None:
+    from app.evals.store import save_run
+    from app.models import StaffRole
+    from tests.support.console_support import console_app, signed_in
+
+    for live in console_app(tmp_path, scripted_server):
+        run_id = save_run(live.services.db, suite_report)
+        supervisor = signed_in(live, StaffRole.SUPERVISOR)
+        listing = supervisor.get("/console/evals")
+        assert listing.status_code == 200 and f'href="/console/evals/{run_id}"' in listing.text
+        assert f"{suite_report['as_expected']} / {suite_report['scenarios']}" in listing.text
+        detail = supervisor.get(f"/console/evals/{run_id}")
+        assert detail.status_code == 200
+        assert "invented-tracking-is-caught" in detail.text and "(meant to fail)" in detail.text
+        assert "stated without a source: 1Z999AA10123456784" in detail.text
+        assert supervisor.get("/console/evals/999999").status_code == 404
+        assert supervisor.get("/console/evals/99999999999999999999999").status_code == 400
+        agent = signed_in(live, StaffRole.AGENT)
+        assert agent.get("/console/evals").status_code == 403
+        assert 'href="/console/evals"' not in agent.get("/console").text

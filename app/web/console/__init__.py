@@ -11,4 +11,5 @@
 - ``knowledge``: the Knowledge page (sources, documents, chunks) and supervisors' deletions.
 - ``knowledge_import``: supervisors' imports of pasted URLs and uploaded files, and a URL source's re-import.
 - ``knowledge_gaps``: the content gaps, grouped, and their dismissal or coverage.
+- ``evals``: the saved evaluation runs and their results (supervisors).
 """

@@ -43,7 +43,7 @@ from app.models import (
     segment_title,
 )
 
-HEAD = "0019_knowledge_chunk_counts"
+HEAD = "0020_eval_runs"
 SessionDep = Annotated[Session, Depends(get_session)]
 ALL_TABLES = {
     "staff_members", "audit_events", "customers", "conversations", "messages", "context_segments", "compactions",
@@ -53,6 +53,7 @@ ALL_TABLES = {
     "knowledge_sources", "knowledge_documents", "knowledge_chunks", "message_sources", "knowledge_gaps",
     "conversation_outcomes",
     "promise_records",
+    "eval_runs",
 }  # fmt: skip
 # The search indexes on SQLite: the FTS5 tables and their shadow tables (no content table: external content), and
 # the knowledge chunks' embeddings and their count.
