@@ -107,3 +107,48 @@ def test_supervisors_see_saved_runs_and_what_failed_agents_do_not(
         agent = signed_in(live, StaffRole.AGENT)
         assert agent.get("/console/evals").status_code == 403
         assert 'href="/console/evals"' not in agent.get("/console").text
+
+
+def test_eval_run_on_the_command_line_prints_json_writes_junit_saves_the_run_and_exits_on_the_outcome(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sqlmodel import Session, select
+
+    from app.cli.main import main
+    from app.db import create_db_engine
+    from app.evals.scenario import default_suite
+    from app.models import EvalRun
+
+    regressed = tmp_path / "regressed.toml"
+    regressed.write_text(
+        'id = "zebra"\ntitle = "A reply that lacks what it must say"\n'
+        'customer = { name = "Zed Zebra", external_id = "eval-zebra" }\n'
+        'days = [{ turns = [{ customer = "hi there", model = { reply = "hello" } }], '
+        'checks = [{ type = "reply_mentions", pattern = "zebra" }] }]\n'
+    )
+    scenarios = load_scenarios([default_suite() / "handoff.toml", default_suite() / "orders.toml", regressed])
+    with ScriptedLLMServer() as server:
+        server.set_rule(track_rule(scenarios))
+        for name, value in {"MEMDESK_DATA_DIR": str(tmp_path / "data"), "MEMDESK_MEMORY_EMBEDDER": "hashing",
+                            "MEMDESK_LLM_BASE_URL": server.base_url, "MEMDESK_CHAT_MODEL": CHAT_MODEL,
+                            "MEMDESK_SUMMARY_MODEL_OVERRIDE": SUMMARY_MODEL, "MEMDESK_LLM_MAX_RETRIES": "0",
+                            "MEMDESK_REPLY_DEBOUNCE_S": "0"}.items():  # fmt: skip
+            monkeypatch.setenv(name, value)
+        handoffs = str(default_suite() / "handoff.toml")
+        assert main(["eval", "run", handoffs, "--json", "--junit", str(tmp_path / "eval.xml")]) == 0
+        report = json.loads(capsys.readouterr().out)
+        assert report["scenarios"] == report["as_expected"] == 4
+        assert 'testsuite name="memdesk-eval"' in (tmp_path / "eval.xml").read_text()
+        # orders.toml holds the scenario meant to fail: it fails, as expected, so the run exits 0; a scenario meant
+        # to pass that fails makes it exit 1; a missing path is a clear error.
+        assert main(["eval", "run", str(default_suite() / "orders.toml"), "--no-save"]) == 0
+        assert "invented-tracking-is-caught" in capsys.readouterr().out
+        assert main(["eval", "run", str(regressed), "--no-save"]) == 1
+        assert "no reply matches /zebra/" in capsys.readouterr().out
+        assert main(["eval", "run", str(tmp_path / "nothing.toml")]) == 1
+        assert "no such file or folder" in capsys.readouterr().err
+    engine = create_db_engine(f"sqlite:///{tmp_path / 'data' / 'memdesk.db'}")
+    with Session(engine) as session:
+        saved = session.exec(select(EvalRun)).all()
+    engine.dispose()
+    assert [(run.scenarios, run.as_expected) for run in saved] == [(4, 4)]
