@@ -37,5 +37,6 @@ async def run(request: Request, run_id: DatabaseInt, db: DbDep, staff: UsageView
     found = await anyio.to_thread.run_sync(load)
     if found is None:
         raise ConsoleError(status.HTTP_404_NOT_FOUND, f"There is no evaluation run {run_id}.")
-    results = found.report.get("results", [])
+    # What needs a look first: scenarios not as expected, then those that failed as they were meant to.
+    results = sorted(found.report.get("results", []), key=lambda result: (result["as_expected"], result["passed"]))
     return page(request, "eval_run.html", run=found, results=results, staff=staff, active="evals")
