@@ -1,7 +1,8 @@
 """``memdesk eval run`` and ``memdesk eval compare``: scenarios of simulated customers against the configured models.
 
 ``run`` reads scenario files (``app.evals.scenario``; the default suite with no path), runs each against a fresh app
-(``app.evals.runner``) with the models the settings name, prints a table (or ``--json``), writes ``--junit`` XML,
+(``app.evals.runner``) with the models the settings name (the embedded demo model, started as ``memdesk serve``
+starts it, when no endpoint is set), prints a table (or ``--json``), writes ``--junit`` XML,
 and exits non-zero when a scenario did not turn out as expected. ``compare`` exits non-zero on a regression.
 """
 
@@ -25,6 +26,7 @@ from app.cli.common import (
     database_errors_explained,
     load_settings,
 )
+from app.cli.serve import start_local_model
 from app.evals.report import compare, junit, table
 from app.evals.runner import run_suite
 from app.evals.scenario import ScenarioError, load_scenarios
@@ -60,7 +62,9 @@ KeepOption = Annotated[
 @eval_commands.command("run")
 def run_command(paths: PathsArgument = None, as_json: JsonOption = False, junit_file: JunitOption = None,
                 work_dir: KeepOption = None, no_save: NoSaveOption = False) -> None:  # fmt: skip
-    """Run scenarios against the configured chat and summary models; exit 1 unless each turned out as expected."""
+    """Run scenarios against the configured models.
+
+    Exits 1 unless every scenario turned out as expected."""
     try:
         scenarios = load_scenarios(paths or [])
     except ScenarioError as error:
@@ -68,9 +72,12 @@ def run_command(paths: PathsArgument = None, as_json: JsonOption = False, junit_
     settings = load_settings()
     folder = work_dir or Path(tempfile.mkdtemp(prefix="memdesk-eval-"))
     progress = None if as_json or not sys.stderr.isatty() else (lambda line: print(line, file=sys.stderr))
+    local = start_local_model(settings) if settings.uses_embedded_llm else None
     try:
         report = run_suite(scenarios, settings, folder, progress=progress).as_json()
     finally:
+        if local is not None:
+            local.stop()
         if work_dir is None:
             shutil.rmtree(folder, ignore_errors=True)
     if junit_file is not None:
@@ -86,7 +93,9 @@ def compare_command(
     before: Annotated[Path, typer.Argument(help="the earlier run's JSON report", metavar="A.json")],
     after: Annotated[Path, typer.Argument(help="the later run's JSON report", metavar="B.json")],
 ) -> None:
-    """List what regressed from A to B; exit 1 when anything did."""
+    """List what regressed from run A to run B.
+
+    Exits 1 when anything did."""
     try:
         regressions = compare(_report(before), _report(after))
     except (KeyError, TypeError) as error:

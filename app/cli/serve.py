@@ -148,7 +148,7 @@ def _serve(settings: Settings, listener: Listener, *, workers: int, sole: bool) 
     handlers = {number: signal.signal(number, _request_stop) for number in STOP_SIGNALS}
     local: LocalModelServer | None = None
     try:
-        local = _start_local_model(settings) if settings.uses_embedded_llm else None
+        local = start_local_model(settings) if settings.uses_embedded_llm else None
         database = printable_url(settings.resolved_database_url)
         if not record_this_server(settings.data_dir, url=listener.url, database=database, sole=sole):
             logger.info("Another memdesk serve runs from %s; commands that look for a server find that one.",
@@ -174,7 +174,8 @@ def _serve(settings: Settings, listener: Listener, *, workers: int, sole: bool) 
             signal.signal(number, handler)
 
 
-def _start_local_model(settings: Settings) -> LocalModelServer:
+def start_local_model(settings: Settings) -> LocalModelServer:
+    """The embedded demo model as a child process, started and ready (``memdesk eval run`` starts it too)."""
     local = LocalModelServer(
         port=settings.local_model_port,
         threads=settings.local_model_threads,
