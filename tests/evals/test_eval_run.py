@@ -12,15 +12,18 @@ import pytest
 
 from app.evals.report import compare, junit, table
 from app.evals.runner import run_suite
-from app.evals.scenario import load_scenarios
+from app.evals.scenario import default_suite, load_scenarios
 from tests.support.eval_track import CHAT_MODEL, SUMMARY_MODEL, track_rule
 from tests.support.scripted_llm import ScriptedLLMServer
 from tests.support.settings import app_settings
 
+# The scenario that must fail lives with the tests: a run against a real model has no use for it.
+MUST_FAIL = Path(__file__).parent / "scenarios" / "must_fail.toml"
+
 
 @pytest.fixture(scope="module")
 def suite_report(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    scenarios = load_scenarios()
+    scenarios = load_scenarios([default_suite(), MUST_FAIL])
     work = tmp_path_factory.mktemp("eval")
     with ScriptedLLMServer() as server:
         server.set_rule(track_rule(scenarios))
@@ -36,7 +39,7 @@ def result_of(report: dict[str, Any], scenario: str) -> dict[str, Any]:
 def test_the_default_suite_turns_out_as_expected_with_the_scripted_model(suite_report: dict[str, Any]) -> None:
     failures = [r for r in suite_report["results"] if not r["as_expected"]]
     assert not failures, table(suite_report)
-    assert suite_report["as_expected"] == suite_report["scenarios"] >= 4
+    assert suite_report["as_expected"] == suite_report["scenarios"] == len(load_scenarios()) + 1
     assert suite_report["checks_passed"] < suite_report["checks"]  # the scenario meant to fail did
 
 
@@ -116,7 +119,6 @@ def test_eval_run_on_the_command_line_prints_json_writes_junit_saves_the_run_and
 
     from app.cli.main import main
     from app.db import create_db_engine
-    from app.evals.scenario import default_suite
     from app.models import EvalRun
 
     regressed = tmp_path / "regressed.toml"
@@ -126,7 +128,7 @@ def test_eval_run_on_the_command_line_prints_json_writes_junit_saves_the_run_and
         'days = [{ turns = [{ customer = "hi there", model = { reply = "hello" } }], '
         'checks = [{ type = "reply_mentions", pattern = "zebra" }] }]\n'
     )
-    scenarios = load_scenarios([default_suite() / "handoff.toml", default_suite() / "orders.toml", regressed])
+    scenarios = load_scenarios([default_suite() / "handoff.toml", MUST_FAIL, regressed])
     with ScriptedLLMServer() as server:
         server.set_rule(track_rule(scenarios))
         for name, value in {"MEMDESK_DATA_DIR": str(tmp_path / "data"), "MEMDESK_MEMORY_EMBEDDER": "hashing",
@@ -139,9 +141,9 @@ def test_eval_run_on_the_command_line_prints_json_writes_junit_saves_the_run_and
         report = json.loads(capsys.readouterr().out)
         assert report["scenarios"] == report["as_expected"] == 4
         assert 'testsuite name="memdesk-eval"' in (tmp_path / "eval.xml").read_text()
-        # orders.toml holds the scenario meant to fail: it fails, as expected, so the run exits 0; a scenario meant
-        # to pass that fails makes it exit 1; a missing path is a clear error.
-        assert main(["eval", "run", str(default_suite() / "orders.toml"), "--no-save"]) == 0
+        # The scenario meant to fail fails, as expected, so its run exits 0; a scenario meant to pass that fails
+        # makes it exit 1; a missing path is a clear error.
+        assert main(["eval", "run", str(MUST_FAIL), "--no-save"]) == 0
         assert "invented-tracking-is-caught" in capsys.readouterr().out
         assert main(["eval", "run", str(regressed), "--no-save"]) == 1
         assert "no reply matches /zebra/" in capsys.readouterr().out

@@ -81,7 +81,7 @@ def test_two_scenarios_with_one_id_and_a_missing_path_are_refused(tmp_path: Path
         load_scenarios([tmp_path / "missing.toml"])
 
 
-def test_the_default_suite_ships_in_the_package_and_reads() -> None:
+def test_the_default_suite_ships_in_the_package_with_thirty_scenarios_six_of_them_multi_day() -> None:
     scenarios = load_scenarios()
-    assert any(scenario.expect == "fail" for scenario in scenarios)
-    assert any(len(scenario.days) > 1 for scenario in scenarios)
+    assert len(scenarios) >= 30 and all(scenario.expect == "pass" for scenario in scenarios)
+    assert sum(len(scenario.days) > 1 for scenario in scenarios) >= 6
