@@ -1,7 +1,7 @@
 """What every ``memdesk`` command shares: its settings, the ``--database-url`` option, and how failures read.
 
 A command that cannot do what was asked raises ``CommandError`` with a sentence that says what to do next;
-``app.cli.main`` prints it after the command's name (``Invocation``, filled in by the group callbacks as the command
+``app.cli.commands`` prints it after the command's name (``Invocation``, filled in by the group callbacks as the command
 line is resolved) and exits with its ``exit_code``: ``EXIT_FAILURE``, or ``EXIT_USAGE`` for ``SettingsConflict``
 (settings that cannot work together, like a command line that does not parse). Database errors and a missing
 database driver become such sentences in ``database_errors_explained``.

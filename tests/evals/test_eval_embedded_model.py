@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from app.cli.main import main
+from app.cli import main
 from app.evals.scenario import load_scenarios
 
 RATE_FILE = "eval-embedded-model.json"

@@ -75,7 +75,7 @@ def test_compare_lists_a_check_that_passed_and_now_fails(suite_report: dict[str,
 
 
 def test_eval_compare_exits_non_zero_on_a_regression(suite_report: dict[str, Any], tmp_path: Path) -> None:
-    from app.cli.main import main
+    from app.cli import main
 
     before, after = tmp_path / "a.json", tmp_path / "b.json"
     before.write_text(json.dumps(suite_report))
@@ -117,7 +117,7 @@ def test_eval_run_on_the_command_line_prints_json_writes_junit_saves_the_run_and
 ) -> None:
     from sqlmodel import Session, select
 
-    from app.cli.main import main
+    from app.cli import main
     from app.db import create_db_engine
     from app.models import EvalRun
 

@@ -233,3 +233,13 @@ def test_memory_migrate_store_from_a_qdrant_store_in_use_says_to_stop_the_server
     error = capsys.readouterr().err
     assert error.startswith("memdesk memory migrate-store: another process holds the Qdrant store at ")
     assert error.endswith("Stop memdesk serve on this data directory and run the command again.\n")
+
+
+def test_main_stays_the_entry_point_after_the_commands_are_imported() -> None:
+    import importlib
+
+    import app.cli
+
+    importlib.import_module("app.cli.commands")
+    assert app.cli.main(["--version"]) == 0
+    assert callable(app.cli.main) and app.cli.main.__module__ == "app.cli"
