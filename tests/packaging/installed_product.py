@@ -40,6 +40,7 @@ REQUIRED_FILES = (
     f"{TEMPLATES_PACKAGE}/prompts/agent_system.md.j2",
     "compression/prompts/compaction_system.md.j2",
     "app/demo_shop/knowledge/return-policy.md",
+    "app/evals/suite/orders.toml",
 )
 DOCS_ASSETS_PREFIX = "/docs-assets/"
 DOCS_ASSETS_PACKAGE = "fastapi_offline"
@@ -104,7 +105,8 @@ def _files_under(folder: Path, *, suffix: str | None = None) -> Iterator[Path]:
 
 
 def product_files() -> set[str]:
-    """What the wheel must hold, named as inside the wheel: modules, static files and templates."""
+    """What the wheel must hold, named as inside the wheel: modules, static files, templates, the demo help center
+    and the default evaluation suite."""
     expected: set[str] = set()
     for package in PRODUCT_PACKAGES:
         for path in _files_under(REPOSITORY / package, suffix=".py"):
@@ -112,6 +114,8 @@ def product_files() -> set[str]:
     expected.update(path.relative_to(REPOSITORY).as_posix() for path in _files_under(REPOSITORY / "app" / "static"))
     demo_articles = REPOSITORY / "app" / "demo_shop" / "knowledge"
     expected.update(path.relative_to(REPOSITORY).as_posix() for path in _files_under(demo_articles, suffix=".md"))
+    eval_suite = REPOSITORY / "app" / "evals" / "suite"
+    expected.update(path.relative_to(REPOSITORY).as_posix() for path in _files_under(eval_suite, suffix=".toml"))
     prompts = REPOSITORY / "compression" / "prompts"
     expected.update(path.relative_to(REPOSITORY).as_posix() for path in _files_under(prompts))
     templates = REPOSITORY / TEMPLATES_FOLDER
