@@ -1,19 +1,24 @@
-"""``python -m benchmarks.console --json``: the server time to render the console's inbox and a long conversation.
+"""``python -m benchmarks.console --json``: the server time to render the console's inbox, a long conversation, the
+promises board and the overview.
 
-Seeds a fresh SQLite database with ``--conversations`` conversations (a customer's question and a reply each, a
-share of them waiting for a person) and one conversation of ``--messages`` messages (questions, tool calls with
-their results, replies) with ``--compactions`` compactions and their outbox rows. Then it renders, ``--runs`` times
+Seeds a fresh SQLite database with ``--conversations`` conversations started evenly over ``--history-days`` days (a
+customer's question and a reply with its token counts each, a share of them waiting for a person, each with an
+outcome row: a mix of resolutions, handoff reasons, ratings and reopens) and one conversation of ``--messages``
+messages (questions, tool calls with their results, replies) with ``--compactions`` compactions and their outbox
+rows. Then it renders, ``--runs`` times
 each, the inbox's first page, the conversation page (which shows the latest page of the transcript) and the page of
 messages before it ("Show earlier messages") exactly as the routes do (the same service functions and templates,
 without HTTP), and counts the SQL statements each render runs: a fixed count whatever the size is the proof that
 there is no N+1.
 
-It also mirrors ``--promises`` open promises (due dates spread over two months around today) across those customers
-and renders the promises board (all of them, and the overdue filter) as its route does.
+It also mirrors ``--promises`` open promises (due dates spread over two months around today) and half as many marked
+kept or broken across those customers, renders the promises board (all of them, and the overdue filter) as its route
+does, and renders the overview as its route does (``overview_context``: the outcome figures of the last 30 days,
+promises kept on time, today's and the week's cards, the all-time token usage and the outbox, then the template).
 
 Prints ``inbox_ms_p95``, ``conversation_ms_p95``, ``earlier_page_ms_p95``, ``promises_ms_p95``,
-``promises_overdue_ms_p95`` (and their medians), the query count of each, the messages the conversation page shows,
-with the sizes used.
+``promises_overdue_ms_p95``, ``overview_ms_p95`` (and their medians), the query count of each, the conversations in
+the overview's window, the messages the conversation page shows, with the sizes used.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +44,7 @@ from app.console.rendering import render
 from app.console.transcript import load_transcript
 from app.console.view import load_page
 from app.db import create_db_engine, migrate
+from app.llm import LLMGateway
 from app.models import (
     Conversation,
     ConversationStatus,
@@ -53,16 +59,27 @@ from app.models import (
     utc_now,
 )
 from app.models.base import new_public_id
+from app.models.outcomes import ConversationOutcome, HandoffReason, Resolution
+from app.outcomes.figures import load_outcome_figures
 from app.outcomes.promises import DueFilter, open_promises
+from app.web.console.overview import overview_context
 from benchmarks.harness.measure import percentile
 from tests.support.console_data import seed_conversation
 
+# The seeded conversations start evenly over this many days before today (a year of a desk with 100k); the
+# overview reads the last 30.
+HISTORY_DAYS = 365
 # One conversation in this many waits for a person; the rest are with the bot.
 NEEDS_HUMAN_EVERY = 7
 BATCH = 2_000
 
 
-def _seed_inbox(engine: Engine, conversations: int) -> None:
+def _started_at(now: datetime, index: int, history_days: int) -> datetime:
+    """Conversations spread evenly over the last ``history_days`` days, a few minutes apart within a day."""
+    return now - timedelta(days=index % history_days, minutes=index // history_days % (24 * 60))
+
+
+def _seed_inbox(engine: Engine, conversations: int, history_days: int) -> None:
     """Many small conversations, inserted in batches (the benchmark measures reading, not seeding)."""
     now = utc_now()
     for start in range(0, conversations, BATCH):
@@ -77,7 +94,7 @@ def _seed_inbox(engine: Engine, conversations: int) -> None:
                     "customer_id": first_customer + i,
                     "status": (ConversationStatus.NEEDS_HUMAN if (start + i) % NEEDS_HUMAN_EVERY == 0
                                else ConversationStatus.BOT),
-                    "created_at": now,
+                    "created_at": _started_at(now, start + i, history_days),
                     "updated_at": now,
                 }
                 for i in range(count)
@@ -85,14 +102,39 @@ def _seed_inbox(engine: Engine, conversations: int) -> None:
             connection.execute(insert(Conversation), rows)
             first = connection.exec_driver_sql("SELECT max(id) FROM conversations").scalar_one() - count + 1
             messages = []
-            for i in range(count):
+            for i, row in enumerate(rows):
                 messages.append({"conversation_id": first + i, "role": MessageRole.USER,
                                  "author": MessageAuthor.CUSTOMER, "content": f"Where is order #W{i:07d}?",
-                                 "private": False, "created_at": now})  # fmt: skip
+                                 "private": False, "prompt_tokens": None, "completion_tokens": None,
+                                 "created_at": row["created_at"]})  # fmt: skip
                 messages.append({"conversation_id": first + i, "role": MessageRole.ASSISTANT,
                                  "author": MessageAuthor.BOT, "content": "It has shipped.", "private": False,
-                                 "created_at": now})  # fmt: skip
+                                 "prompt_tokens": 1_200, "completion_tokens": 40,
+                                 "created_at": row["created_at"] + timedelta(seconds=4)})  # fmt: skip
             connection.execute(insert(Message), messages)
+            connection.execute(insert(ConversationOutcome), [_outcome(first + i, row) for i, row in enumerate(rows)])
+
+
+# The outcome mix the seeded conversations get, by conversation index: most resolved by the bot.
+RESOLUTION_CYCLE = (Resolution.BOT,) * 6 + (Resolution.HUMAN, Resolution.ABANDONED, Resolution.OPEN)
+
+
+def _outcome(conversation_id: int, conversation: dict[str, Any]) -> dict[str, Any]:
+    started, resolution = conversation["created_at"], RESOLUTION_CYCLE[conversation_id % len(RESOLUTION_CYCLE)]
+    handed = conversation["status"] == ConversationStatus.NEEDS_HUMAN or resolution != Resolution.BOT
+    reasons = list(HandoffReason)
+    return {
+        "conversation_id": conversation_id,
+        "resolution": resolution,
+        "handoff_reason": reasons[conversation_id % len(reasons)] if handed else None,
+        "handed_off_at": started + timedelta(minutes=1) if handed else None,
+        "first_bot_reply_at": started + timedelta(seconds=4),
+        "first_human_reply_at": started + timedelta(minutes=9) if resolution == Resolution.HUMAN else None,
+        "closed_at": None if resolution == Resolution.OPEN else started + timedelta(hours=1),
+        "reopen_count": 1 if conversation_id % 23 == 0 else 0,
+        "csat_score": conversation_id % 5 + 1 if conversation_id % 3 == 0 else None,
+        "updated_at": started,
+    }
 
 
 # Open promises are due from this many days ago to as many days ahead.
@@ -107,6 +149,28 @@ def _seed_promises(engine: Engine, promises: int, customers: int, today: date) -
              "text": f"Refund for order #W{start + i:07d}.", "subject": f"#W{start + i:07d}",
              "due_date": today + timedelta(days=(start + i) % (2 * PROMISE_SPREAD_DAYS) - PROMISE_SPREAD_DAYS),
              "source": "compaction", "status": PromiseStatus.OPEN, "created_at": now}
+            for i in range(min(BATCH, promises - start))
+        ]  # fmt: skip
+        with engine.begin() as connection:
+            connection.execute(insert(PromiseRecord), rows)
+    _seed_marked_promises(engine, promises // 2, customers, today)
+
+
+def load_outcome_figures_count(engine: Engine) -> int:
+    with Session(engine) as session:
+        return load_outcome_figures(session).started
+
+
+def _seed_marked_promises(engine: Engine, promises: int, customers: int, today: date) -> None:
+    """As many promises already marked kept or broken (past due), which the "kept on time" figure reads."""
+    now = utc_now()
+    for start in range(0, promises, BATCH):
+        rows = [
+            {"customer_id": (start + i) % customers + 1, "memory_id": f"marked-{start + i}",
+             "text": f"Replacement for order #V{start + i:07d}.", "subject": f"#V{start + i:07d}",
+             "due_date": today - timedelta(days=(start + i) % (2 * PROMISE_SPREAD_DAYS)),
+             "source": "sync", "status": PromiseStatus.BROKEN if (start + i) % 4 == 1 else PromiseStatus.KEPT,
+             "note": "Done.", "marked_by": "staff:1", "marked_at": now, "created_at": now}
             for i in range(min(BATCH, promises - start))
         ]  # fmt: skip
         with engine.begin() as connection:
@@ -149,13 +213,29 @@ def _board(engine: Engine, staff: Staff, due: DueFilter, today: date) -> Callabl
     return render_board
 
 
+def _overview(engine: Engine, staff: Staff, today: date) -> Callable[[], str]:
+    gateway = LLMGateway(base_url="http://127.0.0.1:9/v1", chat_model="bench-chat")  # never called: no request
+
+    def render_overview() -> str:
+        context = overview_context(engine, gateway, with_usage=True, today=today)
+        return render("overview.html", staff=staff, **context)
+
+    return render_overview
+
+
 def run(
-    conversations: int, messages: int, compactions: int, runs: int, directory: Path, promises: int = 0
+    conversations: int,
+    messages: int,
+    compactions: int,
+    runs: int,
+    directory: Path,
+    promises: int = 0,
+    history_days: int = HISTORY_DAYS,
 ) -> dict[str, Any]:
     url = f"sqlite:///{directory / 'console.db'}"
     migrate(url)
     engine = create_db_engine(url)
-    _seed_inbox(engine, conversations)
+    _seed_inbox(engine, conversations, history_days)
     today = utc_now().date()
     _seed_promises(engine, promises, conversations, today)
     with Session(engine, expire_on_commit=False) as session:
@@ -199,6 +279,11 @@ def run(
     with counted_queries(engine) as board_statements:
         board()
     board_ms, overdue_ms = _timed(board, runs), _timed(overdue_board, runs)
+    overview = _overview(engine, staff, today)
+    with counted_queries(engine) as overview_statements:
+        overview_html = overview()
+    overview_ms = _timed(overview, runs)
+    window = load_outcome_figures_count(engine)
     engine.dispose()
     return {
         "conversations": conversations,
@@ -216,6 +301,12 @@ def run(
         "promises_ms_p50": round(percentile(board_ms, 0.5), 2),
         "promises_overdue_ms_p95": round(percentile(overdue_ms, 0.95), 2),
         "promises_queries": len(board_statements),
+        "history_days": history_days,
+        "overview_window_conversations": window,
+        "overview_ms_p95": round(percentile(overview_ms, 0.95), 2),
+        "overview_ms_p50": round(percentile(overview_ms, 0.5), 2),
+        "overview_queries": len(overview_statements),
+        "overview_html_kb": round(len(overview_html) / 1024, 1),
         "inbox_queries": len(inbox_statements),
         "conversation_queries": len(conversation_statements),
         "earlier_page_queries": len(earlier_statements),
@@ -227,7 +318,8 @@ def run(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--conversations", type=int, default=10_000)
+    parser.add_argument("--conversations", type=int, default=100_000)
+    parser.add_argument("--history-days", type=int, default=HISTORY_DAYS, help="days the conversations spread over")
     parser.add_argument("--messages", type=int, default=500)
     parser.add_argument("--compactions", type=int, default=5)
     parser.add_argument("--promises", type=int, default=20_000, help="open promises on the board")
@@ -242,6 +334,7 @@ def main() -> None:
             options.runs,
             Path(directory),
             options.promises,
+            options.history_days,
         )
     if options.json:
         print(json.dumps(figures))

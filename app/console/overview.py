@@ -1,8 +1,7 @@
 """The dashboard's figures (``/console/overview``), from persisted data so that they survive restarts.
 
-- Conversations started today and in the last 7 days; the handoff rate (the share that needed a person: the bot
-  handed off, staff took over, or the conversation waits for or is with a person now); the median first response
-  time of people (from the customer message a person's first reply answered, to that reply).
+- Conversations started today and in the last 7 days and the share handed to a person, taken from the outcome
+  figures' days (``app.outcomes.figures``), so both parts of the page count a handoff the same way.
 - Compactions and the tokens they saved (tokens before minus after).
 - LLM tokens and cost by model and purpose: chat turns (``messages.prompt_tokens``/``completion_tokens``, priced as
   the configured chat model, since a message does not record its model), compaction summaries (``compactions``)
@@ -12,33 +11,26 @@
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, time, timedelta
-from typing import Any
 
-from sqlalchemy import String, cast, exists, func, or_, update
+from sqlalchemy import func, update
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col
 
 from app.llm import LLMGateway
 from app.models import (
-    AuditEvent,
     Compaction,
     Conclusion,
-    Conversation,
-    ConversationStatus,
     HandoffSummary,
     Message,
-    MessageAuthor,
     OutboxStatus,
 )
-from app.tools.handoff import HANDOFF_ACTION
+from app.outcomes.figures import OutcomeFigures
 from compression.types import Usage
 
 WEEK_DAYS = 7
 FAILED_ROWS_SHOWN = 50
-TAKE_OVER_ACTION = "console.take_over"
 
 
 @dataclass(frozen=True)
@@ -46,7 +38,6 @@ class PeriodFigures:
     label: str
     conversations: int
     handed_off: int
-    median_first_response_s: float | None
     compactions: int
     tokens_saved: int
 
@@ -87,56 +78,8 @@ def _period_start(now: datetime, days: int) -> datetime:
     return datetime.combine(now.date() - timedelta(days=days - 1), time.min, tzinfo=UTC)
 
 
-def _needed_a_person() -> Any:
-    audited = exists().where(
-        col(AuditEvent.action).in_([HANDOFF_ACTION, TAKE_OVER_ACTION]),
-        col(AuditEvent.target_type) == "conversation",
-        col(AuditEvent.target_id) == cast(col(Conversation.id), String),
-    )
-    waiting = col(Conversation.status).in_([ConversationStatus.NEEDS_HUMAN, ConversationStatus.HUMAN])
-    return or_(audited, waiting)
-
-
-def _first_responses(session: Session, since: datetime) -> list[float]:
-    first_reply = (
-        sa_select(func.min(Message.id))
-        .where(
-            col(Message.conversation_id) == col(Conversation.id),
-            col(Message.author) == MessageAuthor.STAFF,
-            col(Message.private).is_(False),
-        )
-        .correlate(Conversation)
-        .scalar_subquery()
-    )
-    pairs = (
-        sa_select(col(Conversation.id), first_reply.label("reply_id"))
-        .where(col(Conversation.created_at) >= since)
-        .subquery()
-    )
-    asked = (
-        sa_select(func.max(Message.id))
-        .where(
-            col(Message.conversation_id) == pairs.c.id,
-            col(Message.author) == MessageAuthor.CUSTOMER,
-            col(Message.id) < pairs.c.reply_id,
-        )
-        .scalar_subquery()
-    )
-    rows = session.execute(sa_select(pairs.c.reply_id, asked.label("asked_id")).where(pairs.c.reply_id.is_not(None)))
-    ids = [(row.reply_id, row.asked_id) for row in rows if row.asked_id is not None]
-    if not ids:
-        return []
-    wanted = {identifier for pair in ids for identifier in pair}
-    found = session.execute(sa_select(col(Message.id), col(Message.created_at)).where(col(Message.id).in_(wanted)))
-    times: dict[int, datetime] = {row[0]: row[1] for row in found.all()}
-    return [(times[reply] - times[asked]).total_seconds() for reply, asked in ids]
-
-
-def period_figures(session: Session, label: str, since: datetime) -> PeriodFigures:
-    started = col(Conversation.created_at) >= since
-    conversations = session.execute(sa_select(func.count()).where(started)).scalar() or 0
-    handed_off = session.execute(sa_select(func.count()).where(started, _needed_a_person())).scalar() or 0
-    responses = _first_responses(session, since)
+def period_figures(session: Session, label: str, since: datetime, outcomes: OutcomeFigures) -> PeriodFigures:
+    days = [day for day in outcomes.days if day.day >= since.date()]
     compacted = session.execute(
         sa_select(func.count(), func.coalesce(func.sum(Compaction.tokens_before - Compaction.tokens_after), 0)).where(
             col(Compaction.created_at) >= since
@@ -144,9 +87,8 @@ def period_figures(session: Session, label: str, since: datetime) -> PeriodFigur
     ).one()
     return PeriodFigures(
         label=label,
-        conversations=int(conversations),
-        handed_off=int(handed_off),
-        median_first_response_s=statistics.median(responses) if responses else None,
+        conversations=sum(day.started for day in days),
+        handed_off=sum(day.handed_off for day in days),
         compactions=int(compacted[0]),
         tokens_saved=int(compacted[1]),
     )
@@ -203,11 +145,15 @@ def outbox_state(session: Session) -> tuple[dict[str, int], list[FailedConclusio
     return counts, [FailedConclusion(r.id, str(r.kind), r.text, r.attempts, r.last_error) for r in failed]
 
 
-def load_overview(session: Session, gateway: LLMGateway, *, with_usage: bool, now: datetime | None = None) -> Overview:
+def load_overview(
+    session: Session, gateway: LLMGateway, outcomes: OutcomeFigures, *, with_usage: bool, now: datetime | None = None
+) -> Overview:
+    """The page's figures; ``outcomes`` are the last 30 days' (``load_outcome_figures``), which hold today's and the
+    week's conversations too."""
     moment = now or datetime.now(UTC)
     periods = [
-        period_figures(session, "Today", _period_start(moment, 1)),
-        period_figures(session, f"Last {WEEK_DAYS} days", _period_start(moment, WEEK_DAYS)),
+        period_figures(session, "Today", _period_start(moment, 1), outcomes),
+        period_figures(session, f"Last {WEEK_DAYS} days", _period_start(moment, WEEK_DAYS), outcomes),
     ]
     overview = Overview(periods)
     if with_usage:

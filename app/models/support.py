@@ -156,6 +156,14 @@ class Message(MessageBase, table=True):
         # Transcripts are always read in id order within one conversation.
         sa.Index("ix_messages_conversation_id_id", "conversation_id", "id"),
         sa.Index("ix_messages_public_id", "public_id", unique=True),
+        # The overview's token totals read only this: the model's replies, without visiting each message's row.
+        sa.Index(
+            "ix_messages_usage",
+            "prompt_tokens",
+            "completion_tokens",
+            sqlite_where=sa.text("prompt_tokens IS NOT NULL"),
+            postgresql_where=sa.text("prompt_tokens IS NOT NULL"),
+        ),
         NEVER_REUSE_IDS,
     )
 

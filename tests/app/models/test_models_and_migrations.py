@@ -43,7 +43,7 @@ from app.models import (
     segment_title,
 )
 
-HEAD = "0020_eval_runs"
+HEAD = "0021_message_usage_index"
 SessionDep = Annotated[Session, Depends(get_session)]
 ALL_TABLES = {
     "staff_members", "audit_events", "customers", "conversations", "messages", "context_segments", "compactions",

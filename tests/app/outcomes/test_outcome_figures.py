@@ -1,52 +1,97 @@
-"""The overview's outcome figures, from rows whose outcomes are known, and the chart drawn from them."""
+"""The overview's outcome figures, counted by the database over the window's conversations (on SQLite and
+PostgreSQL), and the chart drawn from them."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
 
-from app.models.outcomes import HandoffReason, Resolution
+import pytest
+from sqlalchemy import Engine
+from sqlmodel import Session
+
+from app.db import create_db_engine, migrate
+from app.models import Conversation, Customer
+from app.models.outcomes import ConversationOutcome, HandoffReason, Resolution
 from app.outcomes.chart import CHART_HEIGHT, outcome_chart
 from app.outcomes.export import spreadsheet_safe
-from app.outcomes.figures import OutcomeRow, outcome_figures, window_start
+from app.outcomes.figures import OutcomeFigures, load_outcome_figures
 
 NOW = datetime(2026, 12, 2, 15, 0, tzinfo=UTC)
 
 
-def _row(key: int, days_ago: int, resolution: Resolution, **values: object) -> OutcomeRow:
+@pytest.fixture(params=["sqlite", "postgresql"])
+def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
+    url = (
+        f"sqlite:///{tmp_path / 'figures.db'}" if request.param == "sqlite" else request.getfixturevalue("postgres_url")
+    )
+    migrate(url)
+    engine = create_db_engine(url)
+    yield engine
+    engine.dispose()
+
+
+def _conversation(engine: Engine, days_ago: int, resolution: Resolution | None, **values: Any) -> datetime:
+    """A conversation started ``days_ago`` days before ``NOW`` (an hour earlier in the day) with this outcome; with
+    ``resolution`` None it has no outcome row yet."""
     started = NOW - timedelta(days=days_ago, hours=1)
-    fields: dict[str, object] = {
-        "handoff_reason": None, "handed_off_at": None, "first_bot_reply_at": None, "first_human_reply_at": None,
-        "closed_at": None if resolution == Resolution.OPEN else started + timedelta(hours=1), "reopen_count": 0,
-        "csat_score": None,
-    }  # fmt: skip
-    fields.update(values)
-    return OutcomeRow(conversation_id=key, started_at=started, resolution=resolution, **fields)  # type: ignore[arg-type]
+    with Session(engine) as session:
+        customer = Customer(name="Ada")
+        session.add(customer)
+        session.flush()
+        conversation = Conversation(customer_id=customer.id, created_at=started, updated_at=started)
+        session.add(conversation)
+        session.flush()
+        if resolution is not None:
+            closed = None if resolution == Resolution.OPEN else started + timedelta(hours=1)
+            session.add(ConversationOutcome(conversation_id=conversation.id, resolution=resolution,
+                                            closed_at=values.pop("closed_at", closed), **values))  # fmt: skip
+        session.commit()
+    return started
 
 
-def test_rates_are_shares_of_closed_started_or_ever_closed_conversations() -> None:
+def _figures(engine: Engine) -> OutcomeFigures:
+    with Session(engine) as session:
+        return load_outcome_figures(session, now=NOW)
+
+
+def test_rates_are_shares_of_closed_started_or_ever_closed_conversations(engine: Engine) -> None:
     start = NOW - timedelta(days=1, hours=1)
-    rows = [
-        _row(1, 1, Resolution.BOT, first_bot_reply_at=start + timedelta(seconds=2), csat_score=5),
-        _row(2, 1, Resolution.BOT, first_bot_reply_at=start + timedelta(seconds=4), csat_score=4, reopen_count=1),
-        _row(3, 0, Resolution.HUMAN, handoff_reason=HandoffReason.POLICY,
-             handed_off_at=NOW - timedelta(minutes=50), first_human_reply_at=NOW - timedelta(minutes=40), csat_score=2),
-        _row(4, 0, Resolution.ABANDONED, handoff_reason=HandoffReason.CUSTOMER_REQUEST),
-        _row(5, 0, Resolution.OPEN, handoff_reason=HandoffReason.CUSTOMER_REQUEST),
-    ]  # fmt: skip
-    figures = outcome_figures(rows, window_start(NOW), NOW)
-    assert (figures.started, figures.closed) == (5, 4)
+    _conversation(engine, 1, Resolution.BOT, first_bot_reply_at=start + timedelta(seconds=2), csat_score=5)
+    _conversation(engine, 1, Resolution.BOT, first_bot_reply_at=start + timedelta(seconds=4), csat_score=4,
+                  reopen_count=1)  # fmt: skip
+    _conversation(engine, 0, Resolution.HUMAN, handoff_reason=HandoffReason.POLICY,
+                  handed_off_at=NOW - timedelta(minutes=50), first_human_reply_at=NOW - timedelta(minutes=40),
+                  csat_score=2)  # fmt: skip
+    _conversation(engine, 0, Resolution.ABANDONED, handoff_reason=HandoffReason.CUSTOMER_REQUEST)
+    _conversation(engine, 0, Resolution.OPEN, handoff_reason=HandoffReason.CUSTOMER_REQUEST)
+    _conversation(engine, 0, None)  # nothing recorded yet: open
+    _conversation(engine, 40, Resolution.BOT, csat_score=1)  # before the window
+    figures = _figures(engine)
+    assert (figures.started, figures.closed) == (6, 4)
+    assert figures.resolutions[Resolution.OPEN] == 2
     assert figures.resolution_rate(Resolution.BOT) == 0.5
     assert figures.resolution_rate(Resolution.ABANDONED) == 0.25
-    assert figures.handoff_rate == 0.6
+    assert figures.handoff_rate == 0.5
     assert figures.handoffs[HandoffReason.CUSTOMER_REQUEST] == 2 and figures.handoffs[HandoffReason.POLICY] == 1
     assert figures.reopen_rate == 0.25  # one of the four that were ever closed
     assert figures.csat == {1: 0, 2: 1, 3: 0, 4: 1, 5: 1} and figures.csat_average == 11 / 3
-    assert figures.median_bot_response_s == 3.0
-    assert figures.median_human_response_s == 600.0  # from the handoff, not from the start
+    assert figures.median_bot_response_s == pytest.approx(3.0, abs=0.01)  # the mean of the middle two
+    assert figures.median_human_response_s == pytest.approx(600.0, abs=0.01)  # from the handoff, not the start
 
 
-def test_an_empty_window_has_no_rates_and_a_flat_chart() -> None:
-    figures = outcome_figures([], window_start(NOW), NOW)
+def test_a_person_who_replied_before_any_handoff_is_timed_from_the_start(engine: Engine) -> None:
+    start = NOW - timedelta(hours=1)
+    for minutes in (5, 20, 90):
+        _conversation(engine, 0, Resolution.HUMAN, first_human_reply_at=start + timedelta(minutes=minutes),
+                      handed_off_at=start + timedelta(minutes=minutes + 1))  # fmt: skip
+    assert _figures(engine).median_human_response_s == pytest.approx(20 * 60, abs=0.01)
+
+
+def test_an_empty_window_has_no_rates_and_a_flat_chart(engine: Engine) -> None:
+    figures = _figures(engine)
     assert figures.resolution_rate(Resolution.BOT) is None and figures.handoff_rate is None
     assert figures.csat_average is None and figures.median_bot_response_s is None
     assert len(figures.days) == 30 and all(day.started == 0 for day in figures.days)
@@ -54,11 +99,11 @@ def test_an_empty_window_has_no_rates_and_a_flat_chart() -> None:
     assert chart.peak == 0 and all(bar.segments == [] for bar in chart.bars)
 
 
-def test_the_chart_stacks_each_days_resolutions_to_its_share_of_the_busiest_day() -> None:
-    rows = [_row(1, 2, Resolution.BOT), _row(2, 2, Resolution.BOT), _row(3, 2, Resolution.OPEN),
-            _row(4, 2, Resolution.HUMAN), _row(5, 0, Resolution.ABANDONED)]  # fmt: skip
-    figures = outcome_figures(rows, window_start(NOW), NOW)
-    chart = outcome_chart(figures.days)
+def test_the_chart_stacks_each_days_resolutions_to_its_share_of_the_busiest_day(engine: Engine) -> None:
+    for days_ago, resolution in ((2, Resolution.BOT), (2, Resolution.BOT), (2, Resolution.OPEN),
+                                 (2, Resolution.HUMAN), (0, Resolution.ABANDONED)):  # fmt: skip
+        _conversation(engine, days_ago, resolution)
+    chart = outcome_chart(_figures(engine).days)
     busiest, today = chart.bars[-3], chart.bars[-1]
     assert chart.peak == 4
     assert [(s.resolution, s.count, s.height) for s in busiest.segments] == [
