@@ -133,6 +133,9 @@ def _outcome(conversation_id: int, conversation: dict[str, Any]) -> dict[str, An
         "closed_at": None if resolution == Resolution.OPEN else started + timedelta(hours=1),
         "reopen_count": 1 if conversation_id % 23 == 0 else 0,
         "csat_score": conversation_id % 5 + 1 if conversation_id % 3 == 0 else None,
+        "started_at": started,
+        "bot_response_s": 4.0,
+        "human_response_s": 8 * 60.0 if resolution == Resolution.HUMAN else None,
         "updated_at": started,
     }
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from datetime import datetime
 from enum import StrEnum
 
+import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
 
 from app.models.base import enum_type, utc_now
@@ -39,6 +40,21 @@ class HandoffReason(StrEnum):
 
 class ConversationOutcome(SQLModel, table=True):
     __tablename__ = "conversation_outcomes"
+    # The overview's window (conversations started in the last 30 days) is a range of this index, which holds every
+    # column its figures count, so they read no table row.
+    __table_args__ = (
+        sa.Index(
+            "ix_conversation_outcomes_window",
+            "started_at",
+            "resolution",
+            "handoff_reason",
+            "csat_score",
+            "reopen_count",
+            "closed_at",
+            "bot_response_s",
+            "human_response_s",
+        ),
+    )
     conversation_id: int = Field(foreign_key="conversations.id", primary_key=True, ondelete="CASCADE")
     resolution: Resolution = Field(default=Resolution.OPEN, sa_type=enum_type(Resolution))
     handoff_reason: HandoffReason | None = Field(default=None, sa_type=enum_type(HandoffReason))
@@ -50,4 +66,10 @@ class ConversationOutcome(SQLModel, table=True):
     csat_score: int | None = None
     csat_comment: str | None = Field(default=None, max_length=CSAT_COMMENT_LENGTH)
     csat_at: datetime | None = None
+    # Copied from the conversation, and the first replies' delays computed with them, when they are recorded
+    # (``app.outcomes.recording``): the figures then count this table alone, without a join or date arithmetic per
+    # conversation. The human delay runs from the handoff the reply answered, or from the start without one.
+    started_at: datetime | None = None
+    bot_response_s: float | None = None
+    human_response_s: float | None = None
     updated_at: datetime = Field(default_factory=utc_now)

@@ -23,21 +23,31 @@ from sqlalchemy import Engine
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session
 
-from app.models import ConversationStatus, MessageAuthor, utc_now
+from app.models import Conversation, ConversationStatus, MessageAuthor, utc_now
 from app.models.outcomes import ConversationOutcome, HandoffReason, Resolution
+from app.outcomes.sql_time import seconds_between
 
 OUTCOMES: sa.Table = ConversationOutcome.__table__  # type: ignore[attr-defined]  # SQLModel declares it at runtime
+CONVERSATIONS: sa.Table = Conversation.__table__  # type: ignore[attr-defined]
 # How many conversations a process remembers as having their first replies recorded: enough for every conversation
 # active in a day on one server; forgetting one costs one idempotent upsert.
 REMEMBERED_CONVERSATIONS = 50_000
 FIRST_REPLY_COLUMNS = {MessageAuthor.BOT: "first_bot_reply_at", MessageAuthor.STAFF: "first_human_reply_at"}
+RESPONSE_COLUMNS = {MessageAuthor.BOT: "bot_response_s", MessageAuthor.STAFF: "human_response_s"}
+
+
+def _started(conversation_id: int) -> Any:
+    """The conversation's start, read inside the statement that needs it (no statement of its own)."""
+    return sa.select(CONVERSATIONS.c.created_at).where(CONVERSATIONS.c.id == conversation_id).scalar_subquery()
 
 
 def _upsert(session: Session, conversation_id: int, inserted: dict[str, Any], updated: dict[str, Any]) -> None:
     dialect = session.get_bind().dialect.name
     insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
     now = utc_now()
-    statement = insert(OUTCOMES).values(conversation_id=conversation_id, updated_at=now, **inserted)
+    statement = insert(OUTCOMES).values(
+        conversation_id=conversation_id, started_at=_started(conversation_id), updated_at=now, **inserted
+    )
     statement = statement.on_conflict_do_update(
         index_elements=[OUTCOMES.c.conversation_id], set_={**updated, "updated_at": now}
     )
@@ -59,9 +69,21 @@ def record_handoff(
 
 
 def record_first_reply(session: Session, conversation_id: int, author: MessageAuthor, at: datetime) -> None:
-    """``at`` as the first bot or staff reply, unless an earlier one is recorded."""
-    column = FIRST_REPLY_COLUMNS[author]
-    _upsert(session, conversation_id, _defaults(**{column: at}), {column: sa.func.coalesce(OUTCOMES.c[column], at)})
+    """``at`` as the first bot or staff reply, with its delay, unless an earlier one is recorded. A staff reply's
+    delay runs from the handoff when there was one before it, else from the start."""
+    column, delay_column = FIRST_REPLY_COLUMNS[author], RESPONSE_COLUMNS[author]
+    dialect = session.get_bind().dialect.name
+    moment, started = sa.literal(at, sa.DateTime(timezone=True)), _started(conversation_id)
+    asked = started
+    if author == MessageAuthor.STAFF:
+        handed = OUTCOMES.c.handed_off_at
+        asked = sa.case((handed <= moment, handed), else_=started)
+    inserted = _defaults(**{column: at, delay_column: seconds_between(dialect, moment, started)})
+    updated = {
+        column: sa.func.coalesce(OUTCOMES.c[column], at),
+        delay_column: sa.func.coalesce(OUTCOMES.c[delay_column], seconds_between(dialect, moment, asked)),
+    }
+    _upsert(session, conversation_id, inserted, updated)
 
 
 def record_close(

@@ -43,7 +43,7 @@ from app.models import (
     segment_title,
 )
 
-HEAD = "0021_message_usage_index"
+HEAD = "0021_overview_reads"
 SessionDep = Annotated[Session, Depends(get_session)]
 ALL_TABLES = {
     "staff_members", "audit_events", "customers", "conversations", "messages", "context_segments", "compactions",

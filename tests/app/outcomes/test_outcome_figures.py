@@ -1,23 +1,23 @@
 """The overview's outcome figures, counted by the database over the window's conversations (on SQLite and
-PostgreSQL), and the chart drawn from them."""
+PostgreSQL) from outcomes recorded as the app records them, and the chart drawn from them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 from sqlalchemy import Engine
 from sqlmodel import Session
 
 from app.db import create_db_engine, migrate
-from app.models import Conversation, Customer
-from app.models.outcomes import ConversationOutcome, HandoffReason, Resolution
+from app.models import Conversation, ConversationStatus, Customer, MessageAuthor
+from app.models.outcomes import HandoffReason, Resolution
 from app.outcomes.chart import CHART_HEIGHT, outcome_chart
 from app.outcomes.export import spreadsheet_safe
 from app.outcomes.figures import OutcomeFigures, load_outcome_figures
+from app.outcomes.recording import record_close, record_first_reply, record_handoff, record_rating, record_reopen
 
 NOW = datetime(2026, 12, 2, 15, 0, tzinfo=UTC)
 
@@ -33,9 +33,9 @@ def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
     engine.dispose()
 
 
-def _conversation(engine: Engine, days_ago: int, resolution: Resolution | None, **values: Any) -> datetime:
-    """A conversation started ``days_ago`` days before ``NOW`` (an hour earlier in the day) with this outcome; with
-    ``resolution`` None it has no outcome row yet."""
+def _conversation(engine: Engine, days_ago: int, *events: Callable[[Session, int, datetime], object]) -> None:
+    """A conversation started ``days_ago`` days before ``NOW`` (an hour earlier in the day), then ``events``
+    recorded in order as the app records them, each given the conversation and its start."""
     started = NOW - timedelta(days=days_ago, hours=1)
     with Session(engine) as session:
         customer = Customer(name="Ada")
@@ -44,12 +44,34 @@ def _conversation(engine: Engine, days_ago: int, resolution: Resolution | None, 
         conversation = Conversation(customer_id=customer.id, created_at=started, updated_at=started)
         session.add(conversation)
         session.flush()
-        if resolution is not None:
-            closed = None if resolution == Resolution.OPEN else started + timedelta(hours=1)
-            session.add(ConversationOutcome(conversation_id=conversation.id, resolution=resolution,
-                                            closed_at=values.pop("closed_at", closed), **values))  # fmt: skip
+        assert conversation.id is not None
+        for event in events:
+            event(session, conversation.id, started)
         session.commit()
-    return started
+
+
+def bot_reply(after_s: float) -> Callable[[Session, int, datetime], object]:
+    return lambda s, key, start: record_first_reply(s, key, MessageAuthor.BOT, start + timedelta(seconds=after_s))
+
+
+def staff_reply(after_min: float) -> Callable[[Session, int, datetime], object]:
+    return lambda s, key, start: record_first_reply(s, key, MessageAuthor.STAFF, start + timedelta(minutes=after_min))
+
+
+def handoff(reason: HandoffReason, after_min: float = 1) -> Callable[[Session, int, datetime], object]:
+    return lambda s, key, start: record_handoff(s, key, reason, at=start + timedelta(minutes=after_min))
+
+
+def closed(had_it: ConversationStatus = ConversationStatus.BOT) -> Callable[[Session, int, datetime], object]:
+    return lambda s, key, start: record_close(s, key, had_it, at=start + timedelta(hours=1))
+
+
+def rated(score: int) -> Callable[[Session, int, datetime], object]:
+    return lambda s, key, start: record_rating(s, key, score, None, at=start + timedelta(hours=1))
+
+
+def reopened(s: Session, key: int, start: datetime) -> None:
+    record_reopen(s, key)
 
 
 def _figures(engine: Engine) -> OutcomeFigures:
@@ -58,17 +80,14 @@ def _figures(engine: Engine) -> OutcomeFigures:
 
 
 def test_rates_are_shares_of_closed_started_or_ever_closed_conversations(engine: Engine) -> None:
-    start = NOW - timedelta(days=1, hours=1)
-    _conversation(engine, 1, Resolution.BOT, first_bot_reply_at=start + timedelta(seconds=2), csat_score=5)
-    _conversation(engine, 1, Resolution.BOT, first_bot_reply_at=start + timedelta(seconds=4), csat_score=4,
-                  reopen_count=1)  # fmt: skip
-    _conversation(engine, 0, Resolution.HUMAN, handoff_reason=HandoffReason.POLICY,
-                  handed_off_at=NOW - timedelta(minutes=50), first_human_reply_at=NOW - timedelta(minutes=40),
-                  csat_score=2)  # fmt: skip
-    _conversation(engine, 0, Resolution.ABANDONED, handoff_reason=HandoffReason.CUSTOMER_REQUEST)
-    _conversation(engine, 0, Resolution.OPEN, handoff_reason=HandoffReason.CUSTOMER_REQUEST)
-    _conversation(engine, 0, None)  # nothing recorded yet: open
-    _conversation(engine, 40, Resolution.BOT, csat_score=1)  # before the window
+    _conversation(engine, 1, bot_reply(2), closed(), rated(5))
+    _conversation(engine, 1, bot_reply(4), closed(), reopened, closed(), rated(4))
+    _conversation(engine, 0, handoff(HandoffReason.POLICY, 10), staff_reply(20), closed(ConversationStatus.HUMAN),
+                  rated(2))  # fmt: skip
+    _conversation(engine, 0, handoff(HandoffReason.CUSTOMER_REQUEST), closed(ConversationStatus.NEEDS_HUMAN))
+    _conversation(engine, 0, handoff(HandoffReason.CUSTOMER_REQUEST))  # still open
+    _conversation(engine, 0)  # nothing recorded yet: open
+    _conversation(engine, 40, bot_reply(1), closed(), rated(1))  # before the window
     figures = _figures(engine)
     assert (figures.started, figures.closed) == (6, 4)
     assert figures.resolutions[Resolution.OPEN] == 2
@@ -83,11 +102,17 @@ def test_rates_are_shares_of_closed_started_or_ever_closed_conversations(engine:
 
 
 def test_a_person_who_replied_before_any_handoff_is_timed_from_the_start(engine: Engine) -> None:
-    start = NOW - timedelta(hours=1)
     for minutes in (5, 20, 90):
-        _conversation(engine, 0, Resolution.HUMAN, first_human_reply_at=start + timedelta(minutes=minutes),
-                      handed_off_at=start + timedelta(minutes=minutes + 1))  # fmt: skip
+        _conversation(engine, 0, staff_reply(minutes), handoff(HandoffReason.OTHER, minutes + 1))
     assert _figures(engine).median_human_response_s == pytest.approx(20 * 60, abs=0.01)
+
+
+def test_a_later_reply_does_not_replace_the_first_replys_delay(engine: Engine) -> None:
+    _conversation(engine, 0, bot_reply(7), bot_reply(70), handoff(HandoffReason.OTHER, 2), staff_reply(4),
+                  staff_reply(40))  # fmt: skip
+    figures = _figures(engine)
+    assert figures.median_bot_response_s == pytest.approx(7.0, abs=0.01)
+    assert figures.median_human_response_s == pytest.approx(120.0, abs=0.01)
 
 
 def test_an_empty_window_has_no_rates_and_a_flat_chart(engine: Engine) -> None:
@@ -100,9 +125,11 @@ def test_an_empty_window_has_no_rates_and_a_flat_chart(engine: Engine) -> None:
 
 
 def test_the_chart_stacks_each_days_resolutions_to_its_share_of_the_busiest_day(engine: Engine) -> None:
-    for days_ago, resolution in ((2, Resolution.BOT), (2, Resolution.BOT), (2, Resolution.OPEN),
-                                 (2, Resolution.HUMAN), (0, Resolution.ABANDONED)):  # fmt: skip
-        _conversation(engine, days_ago, resolution)
+    _conversation(engine, 2, bot_reply(1), closed())
+    _conversation(engine, 2, bot_reply(1), closed())
+    _conversation(engine, 2)
+    _conversation(engine, 2, staff_reply(3), closed(ConversationStatus.HUMAN))
+    _conversation(engine, 0, closed(ConversationStatus.NEEDS_HUMAN))
     chart = outcome_chart(_figures(engine).days)
     busiest, today = chart.bars[-3], chart.bars[-1]
     assert chart.peak == 4

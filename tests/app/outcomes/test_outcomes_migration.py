@@ -93,3 +93,8 @@ def test_the_upgrade_gives_every_earlier_conversation_its_outcome(engine: Engine
     assert outcomes[by_human].handed_off_at == START + timedelta(minutes=30)
     assert outcomes[still_open].handed_off_at == START + timedelta(hours=1)  # waiting, with no handoff event
     assert outcomes[still_open].closed_at is None and outcomes[still_open].first_bot_reply_at is None
+    # Each row carries its conversation's start and its first replies' delays, which the overview counts.
+    assert outcomes[by_bot].started_at == START and outcomes[by_bot].bot_response_s == pytest.approx(60, abs=0.01)
+    # The handoff event came after the person's reply, so the delay runs from the start.
+    assert outcomes[by_human].human_response_s == pytest.approx(120, abs=0.01)
+    assert outcomes[still_open].bot_response_s is None and outcomes[still_open].started_at == START
