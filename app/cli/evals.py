@@ -3,7 +3,9 @@
 ``run`` reads scenario files (``app.evals.scenario``; the default suite with no path), runs each against a fresh app
 (``app.evals.runner``) with the models the settings name (the embedded demo model, started as ``memdesk serve``
 starts it, when no endpoint is set), prints a table (or ``--json``), writes ``--junit`` XML,
-and exits non-zero when a scenario did not turn out as expected. ``compare`` exits non-zero on a regression.
+and exits non-zero when a scenario did not turn out as expected. With ``--customer-model`` that model, on the same
+endpoint, plays the customer of each day that gives a goal (``app.evals.simulated``). ``compare`` exits non-zero on
+a regression.
 """
 
 from __future__ import annotations
@@ -53,6 +55,15 @@ JunitOption = Annotated[
 NoSaveOption = Annotated[
     bool, typer.Option("--no-save", help="do not save the run in the database (the console lists saved runs)")
 ]
+CustomerModelOption = Annotated[
+    str | None,
+    typer.Option(
+        "--customer-model",
+        metavar="MODEL",
+        help="a model on the LLM endpoint that plays the customer of each day with a goal (else scripted lines)",
+        show_default=False,
+    ),
+]
 KeepOption = Annotated[
     Path | None,
     typer.Option("--work-dir", metavar="DIR", help="keep each scenario's database here", show_default=False),
@@ -61,7 +72,8 @@ KeepOption = Annotated[
 
 @eval_commands.command("run")
 def run_command(paths: PathsArgument = None, as_json: JsonOption = False, junit_file: JunitOption = None,
-                work_dir: KeepOption = None, no_save: NoSaveOption = False) -> None:  # fmt: skip
+                work_dir: KeepOption = None, no_save: NoSaveOption = False,
+                customer_model: CustomerModelOption = None) -> None:  # fmt: skip
     """Run scenarios against the configured models.
 
     Exits 1 unless every scenario turned out as expected."""
@@ -74,7 +86,7 @@ def run_command(paths: PathsArgument = None, as_json: JsonOption = False, junit_
     progress = None if as_json or not sys.stderr.isatty() else (lambda line: print(line, file=sys.stderr))
     local = start_local_model(settings) if settings.uses_embedded_llm else None
     try:
-        report = run_suite(scenarios, settings, folder, progress=progress).as_json()
+        report = run_suite(scenarios, settings, folder, progress=progress, customer_model=customer_model).as_json()
     finally:
         if local is not None:
             local.stop()

@@ -15,7 +15,13 @@ Each check gives a ``CheckResult``: passed or not, and a sentence that says what
 - ``order_status``: at the end of the day the customer's order ``name`` is in ``status`` (a write action happened,
   or did not);
 - ``max_tokens``: the day's model calls used at most ``limit`` tokens (prompt and completion, as the API reported);
-- ``max_reply_ms``: no reply took longer than ``limit`` milliseconds from the customer's message.
+- ``max_reply_ms``: no reply took longer than ``limit`` milliseconds from the customer's message;
+- ``burst_answered``: every customer line of the day was stored once, in order (a burst's lines too, none lost
+  or doubled), the last one was answered, and no reply was sent twice or more often than there were lines;
+- ``promise_status``: the promises board holds a promise whose text holds ``contains`` in ``status`` (``open``,
+  ``kept``, ``broken``);
+- ``judge``: the summary model, given ``rubric`` and the day's transcript, answered ``pass`` (``app.evals.judge``;
+  the runner asks it, and the result keeps its verdict and reason).
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from datetime import date
 from typing import Any
 
 from app.evals.invented import invented_facts
+from app.evals.judge import Verdict
 from app.evals.scenario import Check
 
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
@@ -61,6 +68,11 @@ class DayRecord:
     tokens: int = 0
     reply_ms: list[float] = field(default_factory=list)
     order_statuses: dict[str, str] = field(default_factory=dict)  # the customer's orders at the end of the day
+    stored_customer_lines: list[str] = field(default_factory=list)  # the customer's messages as the app stored them
+    last_line_answered: bool = False  # a reply (the bot's or a person's) follows the last customer message
+    promise_statuses: list[tuple[str, str]] = field(default_factory=list)  # the board's (text, status) pairs
+    transcript: list[tuple[str, str]] = field(default_factory=list)  # (who, what) in order, as a judge reads it
+    verdicts: dict[str, Verdict] = field(default_factory=dict)  # the judge's, by rubric
 
 
 @dataclass(frozen=True)
@@ -68,14 +80,25 @@ class CheckResult:
     check: str
     passed: bool
     detail: str
+    extra: Mapping[str, Any] = field(default_factory=dict)  # what a check keeps besides (a judge's verdict, reason)
 
     def as_json(self) -> dict[str, Any]:
-        return {"check": self.check, "passed": self.passed, "detail": self.detail}
+        return {"check": self.check, "passed": self.passed, "detail": self.detail, **self.extra}
 
 
 def evaluate(check: Check, day: DayRecord) -> CheckResult:
+    if check.type == "judge":
+        return _judged(check, day)
     passed, detail = _EVALUATORS[check.type](check.options, day)
     return CheckResult(check.label, passed, detail)
+
+
+def _judged(check: Check, day: DayRecord) -> CheckResult:
+    verdict = day.verdicts.get(check.options["rubric"])
+    if verdict is None:
+        return CheckResult(check.label, False, "the judge was not asked", {"verdict": None, "reason": None})
+    said = f"judge: {verdict.verdict}: {verdict.reason}" if verdict.verdict else verdict.reason
+    return CheckResult(check.label, verdict.passed, said, {"verdict": verdict.verdict, "reason": verdict.reason})
 
 
 def _same_argument(expected: Any, actual: Any) -> bool:
@@ -167,6 +190,28 @@ def _max_reply_ms(options: Mapping[str, Any], day: DayRecord) -> tuple[bool, str
     return slowest <= options["limit"], f"slowest reply {slowest:.0f} ms (limit {options['limit']:g})"
 
 
+def _burst_answered(options: Mapping[str, Any], day: DayRecord) -> tuple[bool, str]:
+    stored = [" ".join(line.split()) for line in day.stored_customer_lines]
+    sent = [" ".join(line.split()) for line in day.customer_lines]
+    if stored != sent:
+        return False, f"sent {len(sent)} line(s), stored {len(stored)}: {' | '.join(_excerpt(s, 60) for s in stored)}"
+    if not day.last_line_answered:
+        return False, f"the last line was not answered; replies: {_replies(day)}"
+    doubled = [reply for reply in dict.fromkeys(day.replies) if day.replies.count(reply) > 1]
+    if doubled or len(day.replies) > len(sent):
+        return False, f"{len(day.replies)} replies to {len(sent)} lines: {_replies(day)}"
+    return True, f"{len(sent)} lines stored once each, {len(day.replies)} reply(ies), the last line answered"
+
+
+def _promise_status(options: Mapping[str, Any], day: DayRecord) -> tuple[bool, str]:
+    contains = str(options["contains"]).casefold()
+    found = [status for text, status in day.promise_statuses if contains in text.casefold()]
+    board = "; ".join(f"{_excerpt(text, 60)} ({status})" for text, status in day.promise_statuses) or "empty"
+    if options["status"] in found:
+        return True, f"a promise holding {options['contains']!r} is {options['status']}"
+    return False, f"no {options['status']} promise holding {options['contains']!r}; the board: {board}"
+
+
 def _excerpt(text: str, limit: int = 160) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
@@ -187,4 +232,6 @@ _EVALUATORS: dict[str, Callable[[Mapping[str, Any], DayRecord], tuple[bool, str]
     "order_status": _order_status,
     "max_tokens": _max_tokens,
     "max_reply_ms": _max_reply_ms,
+    "burst_answered": _burst_answered,
+    "promise_status": _promise_status,
 }

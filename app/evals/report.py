@@ -13,42 +13,64 @@ from typing import Any
 
 
 def table(report: Mapping[str, Any]) -> str:
-    """One line per scenario and one per failed check, then the totals."""
-    lines = [f"{'result':8} {'scenario':36} {'checks':>7} {'tokens':>7} {'s':>6}"]
+    """One line per scenario and one per failed check or skipped day, then the totals."""
+    lines = [f"{'result':8} {'scenario':36} {'checks':>7} {'tokens':>7} {'cost':>9} {'s':>6}"]
     for result in report["results"]:
         checks = [check for day in result["days"] for check in day]
         mark = "pass" if result["passed"] else "FAIL"
         if result["expect"] == "fail":
             mark += " (expected fail)" if not result["passed"] else " (should fail)"
+        if _skipped(result):
+            mark = "skip"
         passed = sum(check["passed"] for check in checks)
         counted = f"{passed:>3}/{len(checks):<3}"
-        lines.append(f"{mark:8} {result['id'][:36]:36} {counted} {result['tokens']:>7} {result['seconds']:>6.1f}")
+        lines.append(f"{mark:8} {result['id'][:36]:36} {counted} {result['tokens']:>7} "
+                     f"{_cost(result.get('cost_usd')):>9} {result['seconds']:>6.1f}")  # fmt: skip
         if result["error"]:
             lines.append(f"         error: {result['error']}")
+        lines += [f"         skipped: {reason}" for reason in result.get("skipped", [])]
         for number, day in enumerate(result["days"], start=1):
             lines += [f"         day {number}: {c['check']}: {c['detail']}" for c in day if not c["passed"]]
+    simulated = report.get("customer_tokens", 0)
     lines.append(
-        f"{report['as_expected']}/{report['scenarios']} scenarios as expected ({report['passed']} passed), "
-        f"{report['checks_passed']}/{report['checks']} checks passed, {report['tokens']} tokens, "
-        f"model {report['chat_model']}"
+        f"{report['as_expected']}/{report['scenarios']} scenarios as expected ({report['passed']} passed, "
+        f"{report.get('skipped', 0)} skipped), {report['checks_passed']}/{report['checks']} checks passed, "
+        f"{report['tokens']} tokens, cost {_cost(report.get('cost_usd'))}, model {report['chat_model']}"
+        + (f"; the customer model used {simulated} tokens" if simulated else "")
     )
     return "\n".join(lines)
 
 
+def _cost(value: float | None) -> str:
+    """US dollars; "unpriced" when a model used has no price (``MEMDESK_MODEL_PRICES``)."""
+    return "unpriced" if value is None else f"${value:.4f}"
+
+
+def _skipped(result: Mapping[str, Any]) -> bool:
+    """Every day of the scenario was skipped (reports written before days could be skipped have none)."""
+    skipped = result.get("skipped", [])
+    return bool(skipped) and len(skipped) == len(result["days"]) and not result["error"]
+
+
 def junit(report: Mapping[str, Any]) -> str:
     """JUnit XML: a test case per check (``scenario.dayN``), a failure where a scenario meant to pass failed one, an
-    error where a scenario could not run, and for a scenario meant to fail one case that fails if it passed."""
+    error where a scenario could not run, a skipped case per day that was not played, and for a scenario meant to
+    fail one case that fails if it passed."""
     suite = ElementTree.Element("testsuite", name="memdesk-eval")
-    counts = {"tests": 0, "failures": 0, "errors": 0}
+    counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
 
     def case(classname: str, name: str, problem: str | None = None, message: str = "") -> None:
         counts["tests"] += 1
         element = ElementTree.SubElement(suite, "testcase", classname=classname, name=name)
         if problem is not None:
-            counts["failures" if problem == "failure" else "errors"] += 1
+            counts[{"failure": "failures", "error": "errors", "skipped": "skipped"}[problem]] += 1
             ElementTree.SubElement(element, problem, message=message)
 
     for result in report["results"]:
+        for reason in result.get("skipped", []):
+            case(result["id"], reason.split(":")[0], "skipped", reason)
+        if _skipped(result):
+            continue
         if result["error"]:
             case(result["id"], "run", "error", result["error"])
         if result["expect"] == "fail":

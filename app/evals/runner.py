@@ -6,20 +6,23 @@ the given settings (the models and memory as configured; the database, data fold
 the runner's own). The customer talks to it through the widget API, as the widget does, in process
 (``httpx.ASGITransport``): a verified session, a new conversation each day, each line posted and its reply awaited.
 At the end of a day the conversation is left as an idle customer leaves it, closed by the idle close, and the
-conclusion sync runs on it; then the day's checks are evaluated (``app.evals.checks``).
+conclusion sync runs on it; then the day's checks are evaluated (``app.evals.checks``), and what staff do before
+the next day is done (``app.evals.steps``).
 
-Nothing is faked: tools, knowledge, long-term memory, the outbox and the sync are the app's own.
+Nothing is faked: tools, knowledge, long-term memory, the outbox and the sync are the app's own. A scenario's tokens
+and cost are what its app's gateway recorded: the bot's turns, the sync's summaries and the judge (priced by
+``model_prices``); a customer model's are counted apart.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
+import functools
 import secrets
 import shutil
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -28,26 +31,24 @@ from typing import Any
 import anyio
 import httpx
 from pydantic import SecretStr
-from sqlalchemy import Engine, text
-from sqlmodel import Session, col, select
+from sqlalchemy import Engine
+from sqlmodel import Session
 
-from app.evals.checks import CheckResult, DayRecord, MemoryRecord, ToolCallRecord, evaluate
+from app.evals.checks import CheckResult, DayRecord, MemoryRecord, evaluate
+from app.evals.judge import ask_judge
 from app.evals.scenario import Customer as CustomerSpec
 from app.evals.scenario import Day, Scenario
-from app.identity import shop_identity_hmac
-from app.models import Conversation, ConversationStatus, Customer, Message, MessageAuthor, MessageRole
+from app.evals.simulated import SimulatedCustomer, customer_gateway
+from app.evals.steps import run_step
+from app.evals.visit import REPLY_TIMEOUT_S, WidgetVisit, read_promises, read_transcript, transcript_of
+from app.llm.usage import UsageLedger
+from app.models import Customer
 from app.models.shop import Order, OrderStatus, Shipment, ShipmentStatus
 from app.settings import Settings
 
-REPLY_TIMEOUT_S = 180.0
-POLL_S = 0.02
 TEMPLATE = "template"
 DATABASE_FILE = "memdesk.db"
 Progress = Callable[[str], None]
-CITED_CHUNKS = (
-    "SELECT c.heading_path || ' ' || c.text FROM message_sources s JOIN messages m ON m.id = s.message_id "
-    "JOIN knowledge_chunks c ON c.id = s.chunk_id WHERE m.conversation_id = :key"
-)
 
 
 @dataclass
@@ -57,8 +58,16 @@ class ScenarioResult:
     expect: str
     days: list[list[CheckResult]] = field(default_factory=list)
     error: str | None = None
-    tokens: int = 0
+    skipped: list[str] = field(default_factory=list)  # why a day was not played, one sentence each
+    tokens: int = 0  # what the app's models used: the bot's turns, the sync's summaries, the judge
+    cost_usd: float | None = 0.0  # of those tokens; None when a model used has no price (MEMDESK_MODEL_PRICES)
+    customer_tokens: int = 0  # what the customer model used playing the customer
     seconds: float = 0.0
+
+    @property
+    def was_skipped(self) -> bool:
+        """Every day was skipped: nothing was checked, and that is not a failure."""
+        return self.error is None and len(self.skipped) == len(self.days) > 0
 
     @property
     def passed(self) -> bool:
@@ -66,7 +75,7 @@ class ScenarioResult:
 
     @property
     def as_expected(self) -> bool:
-        return self.passed == (self.expect == "pass")
+        return self.was_skipped or self.passed == (self.expect == "pass")
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -76,7 +85,10 @@ class ScenarioResult:
             "passed": self.passed,
             "as_expected": self.as_expected,
             "error": self.error,
+            "skipped": self.skipped,
             "tokens": self.tokens,
+            "cost_usd": None if self.cost_usd is None else round(self.cost_usd, 6),
+            "customer_tokens": self.customer_tokens,
             "seconds": round(self.seconds, 2),
             "days": [[result.as_json() for result in day] for day in self.days],
         }
@@ -158,120 +170,68 @@ def copy_database(source: Path, target: Path) -> None:
     copy.close()
 
 
-class _Visit:
-    """One scenario's customer at the widget API of one running app."""
-
-    def __init__(self, app: Any, client: httpx.AsyncClient, customer_id: int, timeout_s: float) -> None:
-        self.app = app
-        self.client = client
-        self.customer_id = customer_id
-        self.timeout_s = timeout_s
-
-    @property
-    def services(self) -> Any:
-        return self.app.state.services
-
-    async def open_session(self, spec: CustomerSpec) -> None:
-        secret = self.services.settings.widget_identity_secret.get_secret_value()
-        body = {"external_id": spec.external_id, "identity_hmac": shop_identity_hmac(secret, spec.external_id)}
-        response = await self.client.post("/api/widget/sessions", json=body)
-        response.raise_for_status()
-        self.client.headers["Authorization"] = f"Bearer {response.json()['token']}"
-
-    async def new_conversation(self) -> str:
-        response = await self.client.post("/api/widget/conversations", json={"title": "Help"})
-        response.raise_for_status()
-        conversation_id: str = response.json()["id"]
-        return conversation_id
-
-    async def say(self, conversation: str, line: str) -> float:
-        """Post ``line`` and wait for the bot's reply (or a person's takeover); the milliseconds it took."""
-        before = self._bot_replies(conversation)
-        started = time.perf_counter()
-        response = await self.client.post(f"/api/widget/conversations/{conversation}/messages", json={"content": line})
-        if response.status_code != 202:
-            raise RuntimeError(f"the widget API refused the message: {response.status_code} {response.text[:200]}")
-        deadline = time.monotonic() + self.timeout_s
-        while time.monotonic() < deadline:
-            if self.services.turns.idle and (self._bot_replies(conversation) > before or self._not_bot(conversation)):
-                return (time.perf_counter() - started) * 1000
-            await asyncio.sleep(POLL_S)
-        raise TimeoutError(f"no reply within {self.timeout_s:.0f} s to: {line[:80]}")
-
-    def _bot_replies(self, conversation: str) -> int:
-        with Session(self.services.db) as session:
-            key = _conversation_key(session, conversation)
-            rows = session.exec(
-                select(Message.id).where(
-                    Message.conversation_id == key,
-                    Message.role == MessageRole.ASSISTANT,
-                    col(Message.content).is_not(None),
-                    Message.content != "",
-                )
-            ).all()
-            return len(rows)
-
-    def _not_bot(self, conversation: str) -> bool:
-        with Session(self.services.db) as session:
-            found = session.exec(select(Conversation.status).where(Conversation.public_id == conversation)).first()
-            return found is not None and found != ConversationStatus.BOT
-
-
-def _conversation_key(session: Session, public_id: str) -> int:
-    key = session.exec(select(Conversation.id).where(Conversation.public_id == public_id)).one()
-    assert key is not None
-    return key
-
-
-async def run_day(visit: _Visit, day: Day) -> DayRecord:
+async def run_day(visit: WidgetVisit, day: Day, customer: SimulatedCustomer | None = None) -> DayRecord:
+    """The day's conversation (the customer model's when there is one and the day has a goal, else the scripted
+    lines), closed and synced; what it left."""
     conversation = await visit.new_conversation()
-    record = DayRecord(customer_lines=[turn.customer for turn in day.turns])
-    for turn in day.turns:
-        record.reply_ms.append(await visit.say(conversation, turn.customer))
-    _read_transcript(visit.services.db, conversation, record)
+    record = DayRecord()
+    if customer is not None and day.goal is not None:
+        await _simulate(visit, conversation, day, customer, record)
+    else:
+        for turn in day.turns:
+            record.customer_lines += turn.lines
+            record.reply_ms.append(await visit.say(conversation, turn.lines))
+    read_transcript(visit.services.db, conversation, record)
     await anyio.to_thread.run_sync(_close_and_sync, visit.services, conversation)
+    read_promises(visit.services.db, visit.customer_id, record)
     memory = visit.services.memory
-    if memory is not None:
-        items = await memory.list(visit.customer_id)
-        record.memories = [MemoryRecord(item.kind, item.text, item.due_date, item.status) for item in items]
+    for customer_id in [visit.customer_id, *visit.erased_customer_ids] if memory is not None else []:
+        items = await memory.list(customer_id)
+        record.memories += [MemoryRecord(item.kind, item.text, item.due_date, item.status) for item in items]
     return record
 
 
-def _read_transcript(db: Engine, conversation: str, record: DayRecord) -> None:
-    with Session(db) as session:
-        key = _conversation_key(session, conversation)
-        status = session.exec(select(Conversation.status).where(Conversation.id == key)).one()
-        record.handed_off = status in (ConversationStatus.NEEDS_HUMAN, ConversationStatus.HUMAN)
-        messages = session.exec(select(Message).where(Message.conversation_id == key).order_by(col(Message.id))).all()
-        for message in messages:
-            record.tokens += (message.prompt_tokens or 0) + (message.completion_tokens or 0)
-            if message.role == MessageRole.TOOL and message.content:
-                record.tool_results.append(message.content)
-            if message.role == MessageRole.ASSISTANT and message.author == MessageAuthor.BOT and message.content:
-                record.replies.append(message.content)
-            for call in message.tool_calls or []:
-                record.tool_calls.append(ToolCallRecord(call["function"]["name"], _arguments(call)))
-        cited = session.execute(
-            text(
-                "SELECT c.heading_path || ' ' || c.text FROM message_sources s JOIN messages m ON m.id = s.message_id "
-                "JOIN knowledge_chunks c ON c.id = s.chunk_id WHERE m.conversation_id = :key"
-            ),
-            {"key": key},
-        ).scalars()
-        record.cited_knowledge = [str(chunk) for chunk in cited]
-        conversation_row = session.exec(select(Conversation).where(Conversation.id == key)).one()
-        orders = session.exec(
-            select(Order.number, Order.status).where(Order.customer_id == conversation_row.customer_id)
+async def _simulate(
+    visit: WidgetVisit, conversation: str, day: Day, customer: SimulatedCustomer, record: DayRecord
+) -> None:
+    assert day.goal is not None
+    for _ in range(day.max_turns):
+        transcript = transcript_of(visit.services.db, conversation)
+        line = await anyio.to_thread.run_sync(
+            functools.partial(customer.next_line, goal=day.goal, persona=day.persona, transcript=transcript)
         )
-        record.order_statuses = {number: str(status) for number, status in orders}
+        if line is None:
+            return
+        record.customer_lines.append(line)
+        record.reply_ms.append(await visit.say(conversation, [line]))
 
 
-def _arguments(call: dict[str, Any]) -> dict[str, Any]:
-    try:
-        arguments = json.loads(call["function"].get("arguments") or "{}")
-    except json.JSONDecodeError:
-        return {}
-    return arguments if isinstance(arguments, dict) else {}
+def skip_reason(day: Day, number: int, customer: SimulatedCustomer | None) -> str | None:
+    if day.turns or customer is not None:
+        return None
+    return (
+        f"day {number} has a goal and no scripted lines: a customer model plays it "
+        "(memdesk eval run --customer-model MODEL)"
+    )
+
+
+async def ask_judges(services: Any, day: Day, record: DayRecord) -> None:
+    """The judge's verdict on the day for each of its ``judge`` checks, into ``record``. The judge speaks through the
+    app's gateway, so its tokens and cost are in the scenario's."""
+    model = services.settings.summary_model_override or services.settings.chat_model
+    for check in day.checks:
+        rubric = check.options.get("rubric") if check.type == "judge" else None
+        if rubric is not None and rubric not in record.verdicts:
+            verdict = await anyio.to_thread.run_sync(ask_judge, services.gateway, model, rubric, record.transcript)
+            record.verdicts[rubric] = verdict
+
+
+async def run_steps(visit: WidgetVisit, day: Day, customer: CustomerSpec) -> None:
+    """The day's ``after`` steps; after an erasure the shop signs the person in again, a new customer to memdesk."""
+    for step in day.after:
+        await run_step(visit.services, visit.customer_id, step)
+        if step.action == "erase_customer":
+            await visit.open_session(customer)
 
 
 def _close_and_sync(services: Any, conversation: str) -> None:
@@ -282,13 +242,18 @@ def _close_and_sync(services: Any, conversation: str) -> None:
     services.sync_once(SyncOptions(idle_minutes=0, concurrency=1, conversation=conversation))
 
 
-async def run_scenario(scenario: Scenario, base: Settings, template: Path, work_dir: Path,
-                       *, timeout_s: float = REPLY_TIMEOUT_S) -> ScenarioResult:  # fmt: skip
-    from app.db import create_db_engine
-    from app.main import create_app
+def spent(ledger: UsageLedger, prices: Mapping[str, Any]) -> tuple[int, float | None]:
+    """Tokens and US dollars in ``ledger``; the dollars None when a model that was used has no price."""
+    used = [usage for usage in ledger.by_purpose() if usage.requests]
+    tokens = sum(usage.total_tokens for usage in used)
+    priced = all(usage.model in prices for usage in used)
+    return tokens, (ledger.total_cost_usd if priced else None)
 
-    result = ScenarioResult(scenario.id, scenario.title, scenario.expect)
-    started = time.perf_counter()
+
+def _prepare(scenario: Scenario, base: Settings, template: Path, work_dir: Path) -> tuple[Settings, int]:
+    """The scenario's own folder, database and settings, with its customer seeded; the settings and customer id."""
+    from app.db import create_db_engine
+
     folder = work_dir / scenario.id
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
@@ -296,22 +261,47 @@ async def run_scenario(scenario: Scenario, base: Settings, template: Path, work_
     settings = eval_settings(base, folder)
     engine = create_db_engine(str(settings.database_url))
     try:
-        customer_id = seed_customer(engine, scenario.customer)
+        return settings, seed_customer(engine, scenario.customer)
     finally:
         engine.dispose()
+
+
+async def _play(visit: WidgetVisit, scenario: Scenario, result: ScenarioResult,
+                customer: SimulatedCustomer | None) -> None:  # fmt: skip
+    await visit.open_session(scenario.customer)
+    for number, day in enumerate(scenario.days, start=1):
+        reason = skip_reason(day, number, customer)
+        if reason is not None:
+            result.skipped.append(reason)
+            result.days.append([])
+            continue
+        record = await run_day(visit, day, customer)
+        await ask_judges(visit.services, day, record)
+        result.days.append([evaluate(check, record) for check in day.checks])
+        await run_steps(visit, day, scenario.customer)
+
+
+async def run_scenario(scenario: Scenario, base: Settings, template: Path, work_dir: Path, *,
+                       timeout_s: float = REPLY_TIMEOUT_S, customer: SimulatedCustomer | None = None
+                       ) -> ScenarioResult:  # fmt: skip
+    from app.main import create_app
+
+    result = ScenarioResult(scenario.id, scenario.title, scenario.expect)
+    started = time.perf_counter()
+    customer_tokens = customer.tokens if customer is not None else 0
+    settings, customer_id = _prepare(scenario, base, template, work_dir)
     app = create_app(settings)
     try:
         async with app.router.lifespan_context(app):
             transport = httpx.ASGITransport(app=app)
-            async with httpx.AsyncClient(transport=transport, base_url="http://memdesk.eval", timeout=60) as client:
-                visit = _Visit(app, client, customer_id, timeout_s)
-                await visit.open_session(scenario.customer)
-                for day in scenario.days:
-                    record = await run_day(visit, day)
-                    result.tokens += record.tokens
-                    result.days.append([evaluate(check, record) for check in day.checks])
+            try:
+                async with httpx.AsyncClient(transport=transport, base_url="http://memdesk.eval", timeout=60) as client:
+                    await _play(WidgetVisit(app, client, customer_id, timeout_s), scenario, result, customer)
+            finally:
+                result.tokens, result.cost_usd = spent(app.state.services.gateway.ledger, settings.model_prices)
     except Exception as error:  # a scenario that cannot run is reported, and the suite goes on
         result.error = f"{type(error).__name__}: {error}"
+    result.customer_tokens = (customer.tokens if customer is not None else 0) - customer_tokens
     result.seconds = time.perf_counter() - started
     return result
 
@@ -336,21 +326,36 @@ class SuiteReport:
             "as_expected": sum(result.as_expected for result in self.results),
             "checks": len(checks),
             "checks_passed": sum(check.passed for check in checks),
+            "skipped": sum(result.was_skipped for result in self.results),
             "tokens": sum(result.tokens for result in self.results),
+            "cost_usd": _total_cost(self.results),
+            "customer_tokens": sum(result.customer_tokens for result in self.results),
             "results": [result.as_json() for result in self.results],
         }
 
 
+def _total_cost(results: list[ScenarioResult]) -> float | None:
+    costs = [result.cost_usd for result in results]
+    return None if any(cost is None for cost in costs) else round(sum(cost or 0.0 for cost in costs), 6)
+
+
 def run_suite(scenarios: list[Scenario], base: Settings, work_dir: Path, *, progress: Progress | None = None,
-              timeout_s: float = REPLY_TIMEOUT_S) -> SuiteReport:  # fmt: skip
-    """Every scenario in turn, each in a fresh copy of one template database."""
+              timeout_s: float = REPLY_TIMEOUT_S, customer_model: str | None = None) -> SuiteReport:  # fmt: skip
+    """Every scenario in turn, each in a fresh copy of one template database; with ``customer_model``, that model
+    plays the customer of each day that has a goal."""
     started = datetime.now(UTC).isoformat(timespec="seconds")
     template = prepare_template(base, work_dir)
+    gateway = customer_gateway(base, customer_model) if customer_model else None
+    customer = SimulatedCustomer(gateway, customer_model) if gateway and customer_model else None
     results = []
-    for index, scenario in enumerate(scenarios, start=1):
-        result = asyncio.run(run_scenario(scenario, base, template, work_dir, timeout_s=timeout_s))
-        results.append(result)
-        if progress is not None:
-            mark = "pass" if result.passed else "FAIL"
-            progress(f"[{index}/{len(scenarios)}] {mark} {scenario.id}")
+    try:
+        for index, scenario in enumerate(scenarios, start=1):
+            run = run_scenario(scenario, base, template, work_dir, timeout_s=timeout_s, customer=customer)
+            results.append(result := asyncio.run(run))
+            if progress is not None:
+                mark = "skip" if result.was_skipped else "pass" if result.passed else "FAIL"
+                progress(f"[{index}/{len(scenarios)}] {mark} {scenario.id}")
+    finally:
+        if gateway is not None:
+            gateway.close()
     return SuiteReport(started, base.chat_model, results)

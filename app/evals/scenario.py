@@ -2,8 +2,11 @@
 
 A scenario is a customer (a verified identity, with orders) and one or more days. Each day is a new conversation:
 the customer's lines in order, each optionally with the ``model`` track a scripted model answers with (tool calls,
-then a reply); then the conversation is left idle and closed, and the conclusion sync runs on it (with the notes a
-scripted summary model answers with, ``sync_notes``). The checks of a day are evaluated after its sync.
+then a reply); a line given as a list is a burst, its messages sent without waiting for a reply between them. Then
+the conversation is left idle and closed, and the conclusion sync runs on it (with the notes a scripted summary
+model answers with, ``sync_notes``). The checks of a day are evaluated after its sync; then the day's ``after``
+steps run, what staff do between two conversations (``app.evals.steps``): edit a promise, mark one kept or broken,
+erase the customer.
 
 A file may hold one scenario (top-level keys) or several (``[[scenario]]`` tables). ``expect = "fail"`` marks a
 scenario that must fail: the suite's proof that a failing check is reported.
@@ -33,7 +36,17 @@ CHECK_TYPES = (
     "order_status",
     "max_tokens",
     "max_reply_ms",
+    "burst_answered",
+    "promise_status",
+    "judge",
 )
+STEP_ACTIONS = ("edit_promise", "mark_promise", "erase_customer")
+ORDER_STATUSES = ("pending", "processing", "shipped", "delivered", "cancelled")
+PROMISE_STATUSES = ("open", "kept", "broken")
+MAX_BURST_LINES = 10
+# A simulated customer's lines per day unless the day says otherwise: enough for a question, a follow-up and thanks.
+DEFAULT_MAX_TURNS = 4
+MAX_TURNS_LIMIT = 20
 _STRING = {"type": "string", "minLength": 1, "maxLength": 2000}
 _CHECK = {
     "type": "object",
@@ -50,8 +63,38 @@ _CHECK = {
         "due": {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"},
         "due_weekday": {"enum": ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]},
         "limit": {"type": "number", "exclusiveMinimum": 0},
-        "status": {"enum": ["pending", "processing", "shipped", "delivered", "cancelled"]},
+        "status": {"enum": [*ORDER_STATUSES, *PROMISE_STATUSES]},
+        "rubric": _STRING,
     },
+    "allOf": [
+        {"if": {"properties": {"type": {"const": "judge"}}}, "then": {"required": ["rubric"]}},
+        {
+            "if": {"properties": {"type": {"const": "promise_status"}}},
+            "then": {"required": ["contains", "status"], "properties": {"status": {"enum": list(PROMISE_STATUSES)}}},
+        },
+        {
+            "if": {"properties": {"type": {"const": "order_status"}}},
+            "then": {"properties": {"status": {"enum": list(ORDER_STATUSES)}}},
+        },
+    ],
+}
+_DATE = {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"}
+_STEP = {
+    "type": "object",
+    "required": ["staff"],
+    "additionalProperties": False,
+    "properties": {
+        "staff": {"enum": list(STEP_ACTIONS)},
+        "contains": _STRING,
+        "text": _STRING,
+        "due": _DATE,
+        "outcome": {"enum": ["kept", "broken"]},
+        "note": _STRING,
+    },
+    "allOf": [
+        {"if": {"properties": {"staff": {"const": "edit_promise"}}}, "then": {"required": ["contains", "due"]}},
+        {"if": {"properties": {"staff": {"const": "mark_promise"}}}, "then": {"required": ["contains", "outcome"]}},
+    ],
 }
 _TOOL_CALL = {
     "type": "object",
@@ -64,7 +107,9 @@ _TURN = {
     "required": ["customer"],
     "additionalProperties": False,
     "properties": {
-        "customer": _STRING,
+        "customer": {
+            "oneOf": [_STRING, {"type": "array", "items": _STRING, "minItems": 2, "maxItems": MAX_BURST_LINES}]
+        },
         "model": {
             "type": "object",
             "additionalProperties": False,
@@ -78,7 +123,7 @@ _ORDER = {
     "additionalProperties": False,
     "properties": {
         "number": {"type": "string", "pattern": r"^#W\d{7}$"},  # the demo shop's form
-        "status": {"enum": ["pending", "processing", "shipped", "delivered", "cancelled"]},
+        "status": {"enum": list(ORDER_STATUSES)},
         "total": {"type": "string", "pattern": r"^\d{1,7}\.\d{2}$"},
         "carrier": _STRING,
         "tracking": {"type": "string", "pattern": r"^[A-Z0-9]{6,30}$"},
@@ -110,12 +155,17 @@ SCENARIO_SCHEMA: dict[str, Any] = {
             "minItems": 1,
             "items": {
                 "type": "object",
-                "required": ["turns"],
+                "anyOf": [{"required": ["turns"]}, {"required": ["goal"]}],
+                "dependentRequired": {"persona": ["goal"], "max_turns": ["goal"]},
                 "additionalProperties": False,
                 "properties": {
                     "turns": {"type": "array", "minItems": 1, "items": _TURN},
+                    "goal": _STRING,
+                    "persona": _STRING,
+                    "max_turns": {"type": "integer", "minimum": 1, "maximum": MAX_TURNS_LIMIT},
                     "sync_notes": {"type": "string", "maxLength": 20000},
                     "checks": {"type": "array", "items": _CHECK},
+                    "after": {"type": "array", "items": _STEP},
                 },
             },
         },
@@ -135,9 +185,13 @@ class ToolCallTrack:
 
 @dataclass(frozen=True)
 class Turn:
-    customer: str
+    lines: tuple[str, ...]  # one line, or a burst: several sent without waiting for a reply between them
     tool_calls: tuple[ToolCallTrack, ...] = ()
     reply: str | None = None  # the scripted model's reply; None: the scenario has no track for this line
+
+    @property
+    def is_burst(self) -> bool:
+        return len(self.lines) > 1
 
 
 @dataclass(frozen=True)
@@ -152,10 +206,26 @@ class Check:
 
 
 @dataclass(frozen=True)
+class Step:
+    """What staff do after a day: ``action`` is one of ``STEP_ACTIONS``, ``options`` its fields."""
+
+    action: str
+    options: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
 class Day:
     turns: tuple[Turn, ...]
     checks: tuple[Check, ...] = ()
     sync_notes: str | None = None
+    after: tuple[Step, ...] = ()
+    goal: str | None = None  # what a simulated customer wants from the day (``--customer-model``)
+    persona: str | None = None
+    max_turns: int = DEFAULT_MAX_TURNS
+
+    @property
+    def customer_lines(self) -> list[str]:
+        return [line for turn in self.turns for line in turn.lines]
 
 
 @dataclass(frozen=True)
@@ -213,20 +283,21 @@ def parse_scenario(data: Mapping[str, Any], *, path: str = "") -> Scenario:
 
 def _day(data: Mapping[str, Any]) -> Day:
     turns = []
-    for turn in data["turns"]:
+    for turn in data.get("turns", ()):
         track = turn.get("model", {})
         calls = tuple(
             ToolCallTrack(call["name"], dict(call.get("arguments", {}))) for call in track.get("tool_calls", ())
         )
-        turns.append(Turn(turn["customer"], calls, track.get("reply")))
-    checks = tuple(
-        Check(check["type"], {k: v for k, v in check.items() if k != "type"}) for check in data.get("checks", ())
-    )
-    return Day(tuple(turns), checks, data.get("sync_notes"))
+        said = turn["customer"]
+        turns.append(Turn(tuple(said) if isinstance(said, list) else (said,), calls, track.get("reply")))
+    checks = tuple(Check(check["type"], _options(check, "type")) for check in data.get("checks", ()))
+    after = tuple(Step(step["staff"], _options(step, "staff")) for step in data.get("after", ()))
+    return Day(tuple(turns), checks, data.get("sync_notes"), after, data.get("goal"), data.get("persona"),
+               data.get("max_turns", DEFAULT_MAX_TURNS))  # fmt: skip
 
 
-def _options(check: Mapping[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in check.items() if key != "type"}
+def _options(table: Mapping[str, Any], key: str) -> dict[str, Any]:
+    return {name: value for name, value in table.items() if name != key}
 
 
 def read_file(path: Path) -> list[Scenario]:

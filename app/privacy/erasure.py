@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import Engine, delete
 from sqlmodel import Session, col, select
@@ -40,6 +40,7 @@ from app.models import (
     Refund,
     Shipment,
 )
+from app.ratelimit import customer_rate_key
 from app.tools.conversation_search import purge_deleted_text
 from app.web.input import parse_database_int
 from memory.store import CustomerMemory
@@ -135,6 +136,34 @@ def erase_customer(session: Session, memory: CustomerMemory | None, customer: Cu
             "write-ahead log until the next checkpoint."
         )
     return Erasure(counts=counts, conversation_ids=conversation_ids)
+
+
+class _ForgetsConversations(Protocol):
+    def forget(self, conversation_ids: list[int]) -> None: ...
+
+
+class _ForgetsConversationState(Protocol):
+    def forget_conversations(self, conversation_ids: list[int]) -> None: ...
+
+
+class _ForgetsKey(Protocol):
+    def forget(self, key: str) -> None: ...
+
+
+def forget_erased(
+    erasure: Erasure,
+    customer_public_id: str,
+    *,
+    broker: _ForgetsConversations,
+    turns: _ForgetsConversationState,
+    limiter: _ForgetsKey,
+) -> None:
+    """After ``erase_customer`` committed: drop what this server process still holds about the erased customer
+    (the conversations' event history and streams, their turn state, the message rate window), so nothing of them
+    outlives the erasure in memory."""
+    broker.forget(erasure.conversation_ids)
+    turns.forget_conversations(erasure.conversation_ids)
+    limiter.forget(customer_rate_key(customer_public_id))
 
 
 def _delete(session: Session, statement: Any) -> int:

@@ -27,9 +27,9 @@ from app.privacy import (
     erase_customer,
     export_customer,
     find_customer,
+    forget_erased,
     printable_export,
 )
-from app.ratelimit import customer_rate_key
 from app.web.deps import BrokerDep, DbDep, LimiterDep, MemoryStoreDep, SettingsDep, TurnsDep
 from app.web.errors import error_responses
 from app.web.input import StrictJSONRoute
@@ -136,7 +136,5 @@ async def erase(
         raise HTTPException(status.HTTP_404_NOT_FOUND, detail=str(error)) from error
     except MemoryStoreBusyError as error:
         raise _memory_busy(error) from error
-    broker.forget(erasure.conversation_ids)
-    turns.forget_conversations(erasure.conversation_ids)
-    limiter.forget(customer_rate_key(public_id))
+    forget_erased(erasure, public_id, broker=broker, turns=turns, limiter=limiter)
     return CustomerErased(erased=erasure.counts)

@@ -81,7 +81,12 @@ def test_two_scenarios_with_one_id_and_a_missing_path_are_refused(tmp_path: Path
         load_scenarios([tmp_path / "missing.toml"])
 
 
-def test_the_default_suite_ships_in_the_package_with_thirty_scenarios_six_of_them_multi_day() -> None:
+def test_the_default_suite_ships_in_the_package_with_35_scenarios_eight_of_them_multi_day() -> None:
     scenarios = load_scenarios()
-    assert len(scenarios) >= 30 and all(scenario.expect == "pass" for scenario in scenarios)
-    assert sum(len(scenario.days) > 1 for scenario in scenarios) >= 6
+    assert len(scenarios) >= 35 and all(scenario.expect == "pass" for scenario in scenarios)
+    assert sum(len(scenario.days) > 1 for scenario in scenarios) >= 8
+    steps = {step.action for scenario in scenarios for day in scenario.days for step in day.after}
+    assert steps == {"edit_promise", "mark_promise", "erase_customer"}
+    assert any(turn.is_burst for scenario in scenarios for day in scenario.days for turn in day.turns)
+    assert sum(any(check.type == "judge" for day in s.days for check in day.checks) for s in scenarios) >= 3
+    assert sum(any(day.goal and day.persona and day.turns for day in s.days) for s in scenarios) >= 2

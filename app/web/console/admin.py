@@ -23,9 +23,9 @@ from app.privacy import (
     erase_customer,
     export_customer,
     find_customer,
+    forget_erased,
     printable_export,
 )
-from app.ratelimit import customer_rate_key
 from app.web.console.common import ConsoleError, after_action, console_router, page
 from app.web.deps import (
     BrokerDep,
@@ -159,9 +159,7 @@ async def erase(
         raise ConsoleError(
             status.HTTP_503_SERVICE_UNAVAILABLE, f"Nothing was erased: memory is busy ({error})."
         ) from error
-    broker.forget(erasure.conversation_ids)
-    turns.forget_conversations(erasure.conversation_ids)
-    limiter.forget(customer_rate_key(public_id))
+    forget_erased(erasure, public_id, broker=broker, turns=turns, limiter=limiter)
     response = after_action(request, "/console")
     response.headers["HX-Redirect"] = "/console"
     return response
