@@ -13,7 +13,10 @@ from app.evals.report import junit, table
 from app.evals.runner import run_suite
 from app.evals.scenario import load_scenarios
 from app.evals.simulated import CUSTOMER_INSTRUCTION, START
+from app.evals.store import save_run
+from app.models import StaffRole
 from app.settings import ModelPrice
+from tests.support.console_support import console_app, signed_in
 from tests.support.eval_track import CHAT_MODEL, CUSTOMER_MODEL, SUMMARY_MODEL, track_rule
 from tests.support.scripted_llm import RecordedRequest, ScriptedLLMServer
 from tests.support.settings import app_settings
@@ -90,6 +93,17 @@ def test_without_a_customer_model_a_goal_only_day_is_skipped_and_a_day_with_line
     assert report["skipped"] == 1 and report["as_expected"] == 2 and report["customer_tokens"] == 0
     assert "skip     goal-only" in table(report) and "1 skipped" in table(report)
     assert '<skipped message="day 1 has a goal' in junit(report) and 'skipped="1"' in junit(report)
+
+
+def test_the_console_run_page_shows_a_skipped_scenario_as_skipped_with_why(
+    tmp_path: Path, scripted_server: ScriptedLLMServer
+) -> None:
+    report, _ = run(tmp_path, customer_model=None)
+    for live in console_app(tmp_path / "console", scripted_server):
+        run_id = save_run(live.services.db, report)
+        page = signed_in(live, StaffRole.SUPERVISOR).get(f"/console/evals/{run_id}").text
+        row = page.split("<strong>goal-only</strong>")[1].split("</tr>")[0]
+        assert "<td>skipped</td>" in row and "Skipped: day 1 has a goal and no scripted lines" in row
 
 
 def test_each_scenario_reports_its_tokens_and_cost_and_the_run_their_totals(tmp_path: Path) -> None:

@@ -77,7 +77,7 @@ def test_judge_calls_count_into_the_scenario_tokens(judged: tuple[dict[str, Any]
     assert judged[0]["results"][0]["tokens"] > unjudged["results"][0]["tokens"] > 0
 
 
-def test_the_console_run_page_shows_a_failed_verdict_and_its_reason(
+def test_the_console_run_page_shows_each_verdict_and_its_reason(
     judged: tuple[dict[str, Any], list[str]], tmp_path: Path, scripted_server: ScriptedLLMServer
 ) -> None:
     from app.evals.store import save_run
@@ -90,6 +90,8 @@ def test_the_console_run_page_shows_a_failed_verdict_and_its_reason(
         assert page.status_code == 200
         assert "judge: fail: No tracking number was given." in page.text
         assert "not a verdict (it is not JSON)" in page.text
+        passed_reason = judged[0]["results"][0]["days"][0][0]["reason"]
+        assert f"judge passed — {passed_reason}" in page.text  # a passing verdict says why too
 
 
 @pytest.mark.parametrize(
