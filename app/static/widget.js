@@ -94,6 +94,10 @@
       askPerson: "Talk to a person",
       askPersonMessage: "I'd like to talk to a person, please.",
       newConversation: "Start a new conversation",
+      endChat: "That's all, thanks",
+      endChatConfirm: "End this chat?",
+      endChatYes: "End chat",
+      endChatNo: "Keep chatting",
       sending: "Sending…",
       queued: "Not sent yet: waiting for the connection.",
       held: "Not sent yet: waiting until you can send again.",
@@ -136,6 +140,10 @@
       askPerson: "Mit einer Person sprechen",
       askPersonMessage: "Ich möchte bitte mit einer Person sprechen.",
       newConversation: "Neues Gespräch beginnen",
+      endChat: "Das war's, danke",
+      endChatConfirm: "Dieses Gespräch beenden?",
+      endChatYes: "Beenden",
+      endChatNo: "Weiterschreiben",
       sending: "Wird gesendet…",
       queued: "Noch nicht gesendet: warte auf die Verbindung.",
       held: "Noch nicht gesendet: warte, bis wieder gesendet werden kann.",
@@ -590,6 +598,14 @@
     text: t("newConversation") });
   // Goes to the support team without the assistant deciding: the message carries the handoff flag.
   const askPersonButton = h("button", { type: "button", class: "link-button ask-person", text: t("askPerson") });
+  // The customer ends the chat themselves, after a confirm step (a stray tap must not close it); the server records
+  // the close as any other, and the rating question follows.
+  const endChatButton = h("button", { type: "button", class: "link-button end-chat", hidden: true,
+    text: t("endChat") });
+  const endChatYes = h("button", { type: "button", class: "link-button", text: t("endChatYes") });
+  const endChatNo = h("button", { type: "button", class: "link-button", text: t("endChatNo") });
+  const endChatConfirm = h("div", { class: "end-chat-confirm", role: "group", hidden: true,
+    "aria-label": t("endChatConfirm") }, [h("span", { text: t("endChatConfirm") }), endChatYes, endChatNo]);
   const greeting = h("p", { class: "greeting", text: settings.greeting ? String(settings.greeting) : t("greeting") });
   const log = h("ol", { class: "log", role: "log", "aria-live": "polite", "aria-relevant": "additions",
     "aria-label": title });
@@ -637,7 +653,8 @@
       h("div", { class: "heading" }, [h("h2", { id: "memdesk-title", text: title }), subtitle]),
       closeButton,
     ]),
-    h("div", { class: "notices" }, [banner, newConversationButton, askPersonButton]),
+    h("div", { class: "notices" }, [banner, newConversationButton,
+      h("div", { class: "notice-actions" }, [askPersonButton, endChatButton]), endChatConfirm]),
     scroller, alertBox, form,
   ]);
   root.append(stylesheet, h("div", { class: "widget" }, [panel, launcher]));
@@ -703,12 +720,36 @@
     banner.className = `banner banner--${state.status}`;
     newConversationButton.hidden = state.status !== "closed";
     askPersonButton.hidden = state.status !== "bot";
+    showEndChat();
     setComposerEnabled();
     if (state.status === "closed") {
       offerRating();
     } else {
       ratingForm.hidden = true;
       ratingDone.hidden = true;
+    }
+  }
+
+  function showEndChat() {
+    const closable = Boolean(state.conversationId) && state.status !== "closed";
+    endChatButton.hidden = !closable || !endChatConfirm.hidden;
+    if (!closable) {
+      endChatConfirm.hidden = true;
+    }
+  }
+
+  async function endChat() {
+    endChatYes.disabled = true;
+    try {
+      await api("POST", `${conversationPath()}/close`);
+      endChatConfirm.hidden = true;
+      setStatus("closed");
+    } catch (error) {
+      endChatConfirm.hidden = true;
+      showEndChat();
+      handleFailure(error); // closed already: the status follows; offline: the usual notice
+    } finally {
+      endChatYes.disabled = false;
     }
   }
 
@@ -1542,6 +1583,19 @@
     ratingDone.hidden = true;
     ratingForm.hidden = false;
   });
+  endChatButton.addEventListener("click", () => {
+    endChatButton.hidden = true;
+    askPersonButton.hidden = true; // one question at a time
+    endChatConfirm.hidden = false;
+    endChatNo.focus();
+  });
+  endChatNo.addEventListener("click", () => {
+    endChatConfirm.hidden = true;
+    askPersonButton.hidden = state.status !== "bot";
+    showEndChat();
+    endChatButton.focus();
+  });
+  endChatYes.addEventListener("click", endChat);
   newConversationButton.addEventListener("click", () => {
     forgetConversation();
     input.focus();

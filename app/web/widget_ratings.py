@@ -1,4 +1,5 @@
-"""The customer's rating of a closed conversation ("How did we do?"), stored on its outcome (``app.outcomes``).
+"""The customer's rating of a closed conversation ("How did we do?"), stored on its outcome (``app.outcomes``), and
+the customer's own close ("That's all, thanks") that leads to it.
 
 One rating per conversation: 1 to 5 and an optional comment. It can be given once the conversation is closed, and
 changed for ``RATING_CHANGE_WINDOW`` after it was first given; after that it stays as it was. With
@@ -17,8 +18,9 @@ from sqlmodel import Session
 
 from app.models import Conversation, ConversationStatus, utc_now
 from app.models.outcomes import CSAT_COMMENT_LENGTH, ConversationOutcome
+from app.outcomes.customer_close import close_by_customer
 from app.outcomes.recording import record_rating
-from app.web.deps import SessionDep, SettingsDep, VisitorDep
+from app.web.deps import BrokerDep, SessionDep, SettingsDep, VisitorDep
 from app.web.errors import error_responses
 from app.web.input import FreeText, StrictJSONRoute
 from app.web.widget_api import ConversationRef, own_conversation
@@ -104,3 +106,33 @@ def put_rating(
     rating = _rating(settings.csat_enabled, conversation, _outcome(session, conversation))
     session.rollback()
     return rating
+
+
+class ClosedOut(BaseModel):
+    status: ConversationStatus = Field(description="Always closed")
+    rating: RatingOut
+
+
+@router.post("/conversations/{conversation_ref}/close", response_model=ClosedOut, responses=error_responses(404, 409))
+def close_conversation(
+    conversation_ref: ConversationRef,
+    visitor: VisitorDep,
+    session: SessionDep,
+    settings: SettingsDep,
+    broker: BrokerDep,
+) -> ClosedOut:
+    """The customer ends the chat ("That's all, thanks"); the answer says whether to ask for a rating now."""
+    conversation = own_conversation(session, visitor, conversation_ref)
+    assert conversation.id is not None
+    if conversation.status == ConversationStatus.CLOSED:
+        session.rollback()
+        raise HTTPException(status.HTTP_409_CONFLICT, detail="This conversation is closed already.")
+    if not close_by_customer(session, conversation, visitor.customer_public_id):
+        raise HTTPException(status.HTTP_409_CONFLICT, detail="This conversation changed just now; try again.")
+    broker.publish(conversation.id, "conversation.status", {"status": "closed"})
+    session.expire_all()
+    closed = session.get(Conversation, conversation.id)
+    assert closed is not None
+    rating = _rating(settings.csat_enabled, closed, _outcome(session, closed))
+    session.rollback()
+    return ClosedOut(status=ConversationStatus.CLOSED, rating=rating)

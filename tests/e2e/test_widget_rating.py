@@ -94,3 +94,49 @@ def test_declining_on_a_phone_is_remembered(live: LiveApp, visit: Visit, replies
     with live.db() as session:
         outcome = session.get(ConversationOutcome, live.conversation_key(conversation))
         assert outcome is not None and outcome.csat_score is None
+
+
+@pytest.mark.parametrize("size", ["desktop", "phone"])
+def test_a_customer_ends_the_chat_themselves_and_rates_it(
+    live: LiveApp, visit: Visit, replies: Replies, size: str
+) -> None:
+    phone = size == "phone"
+    visitor = visit(viewport=PHONE, phone=True) if phone else visit()
+    marker = f"all-done-{size}"
+    replies.on(marker, ScriptedReply(text="Your parcel arrives on Friday."))
+    visitor.goto()
+    visitor.open()
+    end_chat = visitor.widget(".end-chat")
+    assert end_chat.is_hidden()  # nothing to end before the first message
+    visitor.send(f"When does my parcel come? {marker}")
+    visitor.widget(".log .msg--bot").get_by_text("Your parcel arrives on Friday.").wait_for()
+    end_chat.wait_for(state="visible")
+    assert end_chat.inner_text() == "That's all, thanks"
+    end_chat.click()
+    confirm = visitor.widget(".end-chat-confirm")
+    confirm.wait_for(state="visible")
+    visitor.screenshot(f"end-chat-confirm-{size}")
+    assert visitor.widget(".ask-person").is_hidden()  # one question at a time
+    if phone:
+        assert visitor.page.evaluate("() => document.documentElement.scrollWidth") <= PHONE["width"]
+    confirm.get_by_text("Keep chatting").click()  # a second thought: nothing is closed
+    assert confirm.is_hidden() and end_chat.is_visible() and visitor.widget(".ask-person").is_visible()
+    end_chat.click()
+    confirm.get_by_text("End chat").click()
+
+    visitor.widget(".banner--closed").wait_for()
+    form = visitor.widget(".rating")
+    form.wait_for(state="visible")
+    assert end_chat.is_hidden() and visitor.widget(".ask-person").is_hidden()
+    visitor.widget('.rating-score[data-score="5"]').click()
+    visitor.widget(".rating-send").click()
+    visitor.widget(".rating-done").get_by_text("You rated this conversation 5 out of 5.").wait_for()
+    visitor.screenshot(f"end-chat-rated-{size}")
+    conversation = visitor.page.evaluate(
+        "() => Object.entries(localStorage).map(([, v]) => JSON.parse(v).conversationId).find(Boolean)"
+    )
+    with live.db() as session:
+        outcome = session.get(ConversationOutcome, live.conversation_key(str(conversation)))
+        assert outcome is not None and (outcome.resolution, outcome.csat_score) == ("bot", 5)
+    visitor.widget(".notices").get_by_text("Start a new conversation").wait_for()
+    assert visitor.dialogs == [] and visitor.errors == []
