@@ -144,40 +144,33 @@ def _outcome(conversation_id: int, conversation: dict[str, Any]) -> dict[str, An
 PROMISE_SPREAD_DAYS = 30
 
 
-def _seed_promises(engine: Engine, promises: int, customers: int, today: date) -> None:
-    now = utc_now()
-    for start in range(0, promises, BATCH):
-        rows = [
-            {"customer_id": (start + i) % customers + 1, "memory_id": f"mem-{start + i}",
-             "text": f"Refund for order #W{start + i:07d}.", "subject": f"#W{start + i:07d}",
-             "due_date": today + timedelta(days=(start + i) % (2 * PROMISE_SPREAD_DAYS) - PROMISE_SPREAD_DAYS),
-             "source": "compaction", "status": PromiseStatus.OPEN, "created_at": now}
-            for i in range(min(BATCH, promises - start))
-        ]  # fmt: skip
+def _insert_batches(engine: Engine, count: int, row: Callable[[int], dict[str, Any]]) -> None:
+    for start in range(0, count, BATCH):
         with engine.begin() as connection:
-            connection.execute(insert(PromiseRecord), rows)
-    _seed_marked_promises(engine, promises // 2, customers, today)
+            connection.execute(insert(PromiseRecord), [row(i) for i in range(start, min(start + BATCH, count))])
 
 
-def load_outcome_figures_count(engine: Engine) -> int:
+def _seed_promises(engine: Engine, promises: int, customers: int, today: date) -> None:
+    """``promises`` open ones, and half as many already marked kept or broken (past due), which the "kept on
+    time" figure reads."""
+    now = utc_now()
+    _insert_batches(engine, promises, lambda i: {
+        "customer_id": i % customers + 1, "memory_id": f"mem-{i}", "text": f"Refund for order #W{i:07d}.",
+        "subject": f"#W{i:07d}", "source": "compaction", "status": PromiseStatus.OPEN, "created_at": now,
+        "due_date": today + timedelta(days=i % (2 * PROMISE_SPREAD_DAYS) - PROMISE_SPREAD_DAYS),
+    })  # fmt: skip
+    _insert_batches(engine, promises // 2, lambda i: {
+        "customer_id": i % customers + 1, "memory_id": f"marked-{i}", "text": f"Replacement for order #V{i:07d}.",
+        "subject": f"#V{i:07d}", "source": "sync", "created_at": now,
+        "due_date": today - timedelta(days=i % (2 * PROMISE_SPREAD_DAYS)),
+        "status": PromiseStatus.BROKEN if i % 4 == 1 else PromiseStatus.KEPT,
+        "note": "Done.", "marked_by": "staff:1", "marked_at": now,
+    })  # fmt: skip
+
+
+def _window_conversations(engine: Engine) -> int:
     with Session(engine) as session:
         return load_outcome_figures(session).started
-
-
-def _seed_marked_promises(engine: Engine, promises: int, customers: int, today: date) -> None:
-    """As many promises already marked kept or broken (past due), which the "kept on time" figure reads."""
-    now = utc_now()
-    for start in range(0, promises, BATCH):
-        rows = [
-            {"customer_id": (start + i) % customers + 1, "memory_id": f"marked-{start + i}",
-             "text": f"Replacement for order #V{start + i:07d}.", "subject": f"#V{start + i:07d}",
-             "due_date": today - timedelta(days=(start + i) % (2 * PROMISE_SPREAD_DAYS)),
-             "source": "sync", "status": PromiseStatus.BROKEN if (start + i) % 4 == 1 else PromiseStatus.KEPT,
-             "note": "Done.", "marked_by": "staff:1", "marked_at": now, "created_at": now}
-            for i in range(min(BATCH, promises - start))
-        ]  # fmt: skip
-        with engine.begin() as connection:
-            connection.execute(insert(PromiseRecord), rows)
 
 
 @contextmanager
@@ -286,7 +279,7 @@ def run(
     with counted_queries(engine) as overview_statements:
         overview_html = overview()
     overview_ms = _timed(overview, runs)
-    window = load_outcome_figures_count(engine)
+    window = _window_conversations(engine)
     engine.dispose()
     return {
         "conversations": conversations,
