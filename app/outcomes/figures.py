@@ -166,6 +166,8 @@ def _median(session: Session, since: datetime, delay: Any, known: int) -> float 
         return None
     middle = _recorded(since, delay).where(delay.is_not(None)).order_by(delay).limit(2).offset((known - 1) // 2)
     values = [float(value) for value in session.execute(middle).scalars()]
+    if not values:  # on PostgreSQL each statement reads anew: an erasure in between may have removed them
+        return None
     median = values[0] if known % 2 else statistics.fmean(values)
     return max(0.0, median)  # a clock step back must not show a negative time
 
