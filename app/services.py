@@ -30,12 +30,13 @@ from app.db import create_db_engine, upgrade
 from app.identity import VisitorTokens
 from app.infra.metrics import Metrics
 from app.infra.templates import prompt_environment
-from app.knowledge.vectors import attach_vectors, embedder_from_settings
+from app.knowledge.vectors import TextEmbedder, attach_vectors, embedder_from_settings
 from app.knowledge.warm import warm_knowledge
 from app.live.broker import EventBroker
 from app.live.pg_broker import PostgresEventBroker
 from app.llm import LLMGateway
 from app.outcomes.idle import IdleClosing
+from app.playbooks.library import PlaybookLibrary, load_library
 from app.ratelimit import PostgresRateLimiter, RateLimiter, VisitorRateLimiter
 from app.settings import Settings
 from app.sync import SyncOptions, SyncReport, SyncSchedule, app_sync_runner, exclusive_sync, options_from, parse_sync_at
@@ -86,6 +87,7 @@ class Services:
     _delivery: asyncio.Task[None] | None = field(default=None, repr=False)
     _backfill: asyncio.Task[None] | None = field(default=None, repr=False)
     _warming: asyncio.Future[int] | None = field(default=None, repr=False)
+    _playbooks_warming: asyncio.Future[None] | None = field(default=None, repr=False)
 
     def start(self) -> None:
         """Start the background work (on the running event loop): turn recovery, outbox delivery, daily sync."""
@@ -94,6 +96,10 @@ class Services:
         if self.settings.idle_close_after_s:
             self.idle_closing = IdleClosing(self.db, self.broker, idle_after_s=self.settings.idle_close_after_s)
             self.idle_closing.start()
+        playbooks = self.agent.preparation.playbooks
+        if playbooks is not None and playbooks.applies():
+            # Embedding the examples and training the matcher take seconds; not the first customer's.
+            self._playbooks_warming = asyncio.get_running_loop().run_in_executor(None, playbooks.library.warm)
         if self.db.dialect.name == "postgresql":
             self._start_job_queue()
             return
@@ -153,6 +159,11 @@ class Services:
 
     async def _warmed(self) -> None:
         """Wait for the knowledge warm-up; a failure there only means the first searches do the loading."""
+        if self._playbooks_warming is not None:
+            try:
+                await self._playbooks_warming
+            except Exception:
+                logger.warning("training the playbooks' matcher failed; the first match trains it", exc_info=True)
         if self._warming is None:
             return
         try:
@@ -202,6 +213,13 @@ def demo_shop_tools(settings: Settings) -> list[Tool[Any]]:
     return shop_tools()
 
 
+def playbook_library(settings: Settings, embedder: TextEmbedder) -> PlaybookLibrary | None:
+    """The desk's playbooks (the demo shop's, then the team's folder), or None when they are off."""
+    if settings.playbooks == "off":
+        return None
+    return load_library(embedder, demo=settings.demo_shop, folder=settings.playbooks_dir)
+
+
 async def build_services(settings: Settings, seams: ServiceOverrides = ServiceOverrides()) -> Services:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     db = create_db_engine(settings.resolved_database_url)
@@ -233,6 +251,7 @@ async def build_services(settings: Settings, seams: ServiceOverrides = ServiceOv
         engine_factory=seams.engine_factory,
         conclusions_queued=memory.kick if memory else None,
         metrics=metrics,
+        playbooks=playbook_library(settings, knowledge_vectors.embedder),
     )
     turns = TurnScheduler(
         db=db,

@@ -96,6 +96,10 @@ class Settings(BaseSettings):
     # Look up the customer's named order (or the knowledge chunk that answers with confidence) before the model is
     # called (app.turns.preparation).
     prefetch: bool = True
+    # Playbooks (app.playbooks): deterministic procedures for the intents they match, with any chat model ("on"),
+    # with the embedded demo model only ("embedded"), or never; the team's own playbook files in a folder.
+    playbooks: Literal["on", "embedded", "off"] = "embedded"
+    playbooks_dir: Path | None = None
     model_prices: dict[str, ModelPrice] = Field(default_factory=dict)
 
     # Origins of the shop pages that embed the widget ("*" is fine: the API uses bearer tokens, not cookies).

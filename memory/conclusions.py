@@ -29,6 +29,7 @@ class ConclusionSource(StrEnum):
     COMPACTION = "compaction"
     NIGHTLY_SYNC = "nightly_sync"
     AGENT = "agent"
+    PLAYBOOK = "playbook"
 
 
 class MemoryStatus(StrEnum):

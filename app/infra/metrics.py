@@ -158,6 +158,10 @@ class Metrics:
             ["trigger"],
             registry=registry,
         )
+        self.playbook_runs = Counter(
+            "memdesk_playbook_runs", "Playbook steps taken in turns, by playbook and how the run stood after them",
+            ["playbook", "status"], registry=registry,
+        )  # fmt: skip
         self.prefetches = Counter(
             "memdesk_prefetches", "Lookups run before the model call, by tool and outcome", ["tool", "outcome"],
             registry=registry,

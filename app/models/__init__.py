@@ -13,6 +13,7 @@ Importing this package registers every table on ``SQLModel.metadata`` (what alem
 - ``outcomes``: how each conversation turned out (resolution, handoff reason, first replies, reopens, rating)
 - ``knowledge``: imported knowledge sources, documents, chunks, the chunks a reply cited, content gaps
 - ``evaluations``: the saved runs of ``memdesk eval run``
+- ``playbooks``: the runs of playbooks in conversations (what each waits for, how it ended)
 """
 
 from app.models.base import DEFAULT_CURRENCY, NAMING_CONVENTION, utc_now
@@ -39,6 +40,7 @@ from app.models.knowledge import (
     MessageSource,
 )
 from app.models.outcomes import ConversationOutcome, HandoffReason, Resolution
+from app.models.playbooks import PlaybookRun, RunStatus
 from app.models.promises import PromiseRecord, PromiseStatus
 from app.models.shop import (
     Order,
@@ -100,6 +102,7 @@ __all__ = [
     "OrderItem",
     "OrderStatus",
     "OutboxStatus",
+    "PlaybookRun",
     "Product",
     "PromiseRecord",
     "PromiseStatus",
@@ -107,6 +110,7 @@ __all__ = [
     "Refund",
     "RefundStatus",
     "Resolution",
+    "RunStatus",
     "SegmentReason",
     "Shipment",
     "ShipmentStatus",

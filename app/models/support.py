@@ -25,6 +25,8 @@ EMAIL_LENGTH = 320
 PHONE_LENGTH = 40
 EXTERNAL_ID_LENGTH = 128
 TOOL_CALL_ID_LENGTH = 128
+FOCUS_KIND_LENGTH = 32
+FOCUS_REF_LENGTH = 64
 CUSTOMER_ID_PREFIX = "cus"
 CONVERSATION_ID_PREFIX = "cnv"
 MESSAGE_ID_PREFIX = "msg"
@@ -114,6 +116,9 @@ class Conversation(ConversationBase, table=True):
     assigned_staff_id: int | None = Field(default=None, foreign_key="staff_members.id", index=True, ondelete="SET NULL")
     # The last message the conclusion sync covered (``app.models.sync``); None before the first sync.
     synced_through_message_id: int | None = None
+    # What the conversation is about (``app.playbooks.focus``): a follow-up without a number means this one.
+    focus_kind: str | None = Field(default=None, max_length=FOCUS_KIND_LENGTH)
+    focus_ref: str | None = Field(default=None, max_length=FOCUS_REF_LENGTH)
     created_at: datetime = Field(default_factory=utc_now)
     updated_at: datetime = Field(default_factory=utc_now, sa_column_kwargs={"onupdate": utc_now})
 

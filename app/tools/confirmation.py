@@ -24,27 +24,44 @@ CONFIRMATION_REQUIRED_CODE = "confirmation_required"  # ErrorCode.CONFIRMATION_R
 _AFFIRMATIVE = re.compile(
     r"\b(?:yes|yeah|yea|yep|yup|sure|ok|okay|alright|all right|confirm|confirmed|i confirm|go ahead|go for it|"
     r"please do|do it|proceed|that's right|that is right|correct|absolutely|definitely|of course|sounds good|"
-    r"affirmative|please go ahead)\b"
-    r"|👍|✅",
+    r"affirmative|please go ahead|ja|jawohl|genau|gerne|gern|einverstanden|bestätigt|bestätige|mach das|machen sie "
+    r"das|in ordnung|richtig|passt)\b"
+    r"|👍|✅|是的|好的|可以|确认|没问题|行|对|好",
 )
 _SINGLE_LETTER_YES = re.compile(r"^\s*y\s*[.!]*\s*$")
 _NEGATIVE = re.compile(
     r"\bno\b(?!\s+(?:problem|worries)\b)|\bnope\b|\bnah\b|n't\b|\bnot\b|\bwait\b|\bstop\b|\bhold on\b|"
     r"\bhold off\b|\bnever ?mind\b|\bchanged my mind\b|\brather not\b|\bbut\b|\binstead\b|\bactually\b|"
-    r"\bdon'?t\b|\bcancel that\b|\bhang on\b|👎",
+    r"\bdon'?t\b|\bcancel that\b|\bhang on\b|👎"
+    r"|\bnein\b|\bnicht\b|\bkein\w*|\bwarte\b|\bstopp\b|\baber\b|\blieber\b|\bdoch\b|\bmoment\b"
+    r"|不|别|没|等等|等一下|算了|但是|可是",
 )
+# A plain no to a proposal: the customer declined it (anything else unclear is neither yes nor no).
+_PLAIN_NO = re.compile(
+    r"^\s*(?:no thanks|no thank you|no|nope|nah|don't|do not|nein danke|nein|lieber nicht|bitte nicht|"
+    r"不要|不用|不了|算了|不|别)(?![a-z'])"
+)
+MAX_REFUSAL_WORDS = 12
 
 
 def is_affirmative(text: str) -> bool:
     """True when ``text`` reads as an explicit, unconditional yes."""
     normalized = text.lower().replace("\u2019", "'").strip()
-    if not normalized or normalized.endswith("?"):
+    if not normalized or normalized.endswith(("?", "？", "吗")):
         return False
     if len(normalized.split()) > MAX_CONFIRMATION_WORDS:
         return False
     if _NEGATIVE.search(normalized):
         return False
     return bool(_AFFIRMATIVE.search(normalized) or _SINGLE_LETTER_YES.match(normalized))
+
+
+def is_refusal(text: str) -> bool:
+    """True when ``text`` starts with a plain no ("no thanks, I'll keep it", "nein", "不用了")."""
+    normalized = text.lower().replace("\u2019", "'").strip()
+    if len(normalized.split()) > MAX_REFUSAL_WORDS or normalized.endswith(("?", "？")):
+        return False
+    return bool(_PLAIN_NO.match(normalized))
 
 
 def latest_customer_message_index(messages: Sequence[Mapping[str, Any]]) -> int | None:

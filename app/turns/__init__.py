@@ -13,7 +13,10 @@ claims the conversation (``ownership``) and runs ``turn.AgentTurn`` while a turn
   recorded.
 - ``context_engines``: each conversation's context engine, the default compressor, and fallbacks when compaction fails.
 - ``recall``: the turn's recall from long-term memory, started while the context loads.
-- ``preparation``: what a turn does before the model: a handoff on request, prefetched lookups.
+- ``preparation``: what a turn does before the model: a handoff on request, playbooks, prefetched lookups.
+- ``playbook_turn``, ``playbook_actions``: playbooks in a turn (a waiting run resumed, or a matched one started), and
+  what their steps do to the conversation.
+- ``prompt_echo``: a reply that repeats the prompt's own text is replaced.
 - ``handoff_request``: recognising a request for a person, in several languages.
 - ``fact_replies``: replies written from lookups for a model that cannot be trusted with facts.
 """

@@ -12,6 +12,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from app.playbooks.language import detect_language
+
 HELP_EXCERPT_SENTENCES = 3
 SHIPMENT_STATES = {
     "label_created": "label created, not picked up yet",
@@ -74,3 +76,23 @@ def reply_from_lookups(lookups: Sequence[tuple[str, Mapping[str, Any]]]) -> str 
         else:
             return None
     return "\n\n".join(parts) or None
+
+
+CAPABILITIES_REPLIES = {
+    "en": "I can help with your orders here: where an order is, tracking and delivery dates, listing your orders, "
+    "cancelling, returns and damaged items, refunds, changing a shipping address, and how we contact you. I can also "
+    "answer questions from our help centre. For anything else, write \u201cperson\u201d and someone from our team "
+    "will reply here.",
+    "de": "Ich helfe Ihnen hier bei Ihren Bestellungen: wo eine Bestellung ist, Sendungsverfolgung und Liefertermine, "
+    "Ihre Bestellungen auflisten, Stornierungen, Rücksendungen und beschädigte Artikel, Erstattungen, eine neue "
+    "Lieferadresse und wie wir Sie kontaktieren. Ich beantworte auch Fragen aus unserem Hilfecenter. Für alles "
+    "andere schreiben Sie \u201eMitarbeiter\u201c, dann antwortet Ihnen hier jemand aus unserem Team.",
+    "zh": "我可以在这里帮您处理订单：查询订单状态、物流和送达日期、列出您的订单、取消订单、退货和商品损坏、退款、"
+    "修改收货地址，以及我们联系您的方式。我也可以回答帮助中心里的问题。其他问题请输入\u201c人工\u201d，我们的团队会在这里回复您。",
+}
+
+
+def capabilities_reply(text: str) -> str:
+    """What the desk can help with, in the language of ``text``: the embedded model's answer to anything no playbook,
+    lookup or help article answers, instead of a guess."""
+    return CAPABILITIES_REPLIES[detect_language(text) or "en"]

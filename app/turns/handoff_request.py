@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Final, Literal
+from typing import Final
 
-Language = Literal["en", "de", "zh"]
+from app.playbooks.language import Language
 
 # Words customers use for "a person from your team".
 PERSON_WORDS_EN: Final = (

@@ -40,12 +40,14 @@ from app.live.messages import store_message
 from app.llm.responses import ToolCall, fallback_call_id
 from app.models import Conversation, ConversationStatus, Customer, Message, MessageAuthor, MessageRole
 from app.models.outcomes import HandoffReason
+from app.playbooks.language import Language
 from app.settings import Settings
 from app.tools import ToolContext, ToolRegistry, ToolResult
 from app.tools.references import Lookup, named_references
 from app.turns.citations import store_cited_reply
-from app.turns.fact_replies import reply_from_lookups
-from app.turns.handoff_request import Language, asks_for_person
+from app.turns.fact_replies import capabilities_reply, reply_from_lookups
+from app.turns.handoff_request import asks_for_person
+from app.turns.playbook_turn import PlaybookTurn
 from compression.messages import ChatMessage
 
 HELP_TOOL = "search_knowledge"
@@ -109,11 +111,20 @@ def _handed_off_last(context: Sequence[ChatMessage]) -> bool:
 class TurnPreparation:
     """See the module docstring. Messages it adds are stored and announced on ``broker``."""
 
-    def __init__(self, *, tools: ToolRegistry, settings: Settings, metrics: Metrics, broker: EventBroker) -> None:
+    def __init__(
+        self,
+        *,
+        tools: ToolRegistry,
+        settings: Settings,
+        metrics: Metrics,
+        broker: EventBroker,
+        playbooks: PlaybookTurn | None = None,
+    ) -> None:
         self.tools = tools
         self.settings = settings
         self.metrics = metrics
         self.broker = broker
+        self.playbooks = playbooks
 
     async def prepare(
         self, session: Session, conversation: Conversation, customer: Customer, context: list[ChatMessage]
@@ -126,20 +137,30 @@ class TurnPreparation:
             summary = f"The customer asked to talk to a person: \u201c{text[:HANDOFF_NOTE_QUOTE_CHARS]}\u201d"
             if self.hand_off(session, conversation, customer, summary=summary, trigger="request", language=language):
                 return Prepared(context, answered=True)
+        playbooks = self.playbooks
+        if playbooks is not None and await playbooks.answer(self, session, conversation, customer, context, text):
+            return Prepared(context, answered=True)
         prepared = Prepared(context)
-        if not self.settings.prefetch:
+        if self.settings.prefetch:
+            await self.prefetch(session, conversation, customer, prepared, text)
+        if not self.settings.chat_model_is_embedded:
             return prepared
-        await self.prefetch(session, conversation, customer, prepared, text)
-        if prepared.results and self.settings.chat_model_is_embedded:
-            reply = reply_from_lookups(prepared.results)
-            if reply is not None:
-                assert conversation.id is not None
-                answer = Message(
-                    conversation_id=conversation.id, role=MessageRole.ASSISTANT, author=MessageAuthor.BOT, content=reply
-                )
-                store_cited_reply(session, self.broker, conversation, answer, prepared.context)
-                prepared.answered = True
+        reply = reply_from_lookups(prepared.results) if prepared.results else None
+        if reply is None and playbooks is not None and playbooks.applies():
+            # With playbooks on, the embedded model is never handed a question that needs facts: it gets what the
+            # desk can help with instead.
+            reply = capabilities_reply(text)
+        if reply is not None:
+            self._reply(session, conversation, prepared, reply)
         return prepared
+
+    def _reply(self, session: Session, conversation: Conversation, prepared: Prepared, text: str) -> None:
+        assert conversation.id is not None
+        answer = Message(
+            conversation_id=conversation.id, role=MessageRole.ASSISTANT, author=MessageAuthor.BOT, content=text
+        )
+        store_cited_reply(session, self.broker, conversation, answer, prepared.context)
+        prepared.answered = True
 
     # -- handoff -------------------------------------------------------------------------------------------------
     def hand_off(
@@ -151,29 +172,30 @@ class TurnPreparation:
         summary: str,
         trigger: str,
         language: Language = "en",
+        reply: str | None = None,
+        category: str = HandoffReason.CUSTOMER_REQUEST.value,
     ) -> bool:
         """Hand the conversation to a person through the handoff tool; True once it waits for one (already did, or
-        does now). False when the tool refused or is not registered: the model then takes the message."""
+        does now). False when the tool refused or is not registered: the model then takes the message.
+
+        The customer is told ``reply``, by default the request's handoff reply in ``language``."""
         if conversation.status != ConversationStatus.BOT:
             return conversation.status in (ConversationStatus.NEEDS_HUMAN, ConversationStatus.HUMAN)
         if self.tools.get(HANDOFF_TOOL) is None:
             return False
-        arguments = {
-            "summary": summary,
-            "reason": f"customer asked for a person ({trigger})",
-            "category": HandoffReason.CUSTOMER_REQUEST.value,
-        }
+        reason = "customer asked for a person" if category == HandoffReason.CUSTOMER_REQUEST.value else category
+        arguments = {"summary": summary, "reason": f"{reason} ({trigger})", "category": category}
         result, _ = self._run_tool(session, conversation, customer, Lookup(HANDOFF_TOOL, arguments), [])
         if not result.handed_off:
             return False
         assert conversation.id is not None
-        reply = Message(
+        told = Message(
             conversation_id=conversation.id,
             role=MessageRole.ASSISTANT,
             author=MessageAuthor.BOT,
-            content=HANDOFF_REPLIES[language],
+            content=reply or HANDOFF_REPLIES[language],
         )
-        store_message(session, self.broker, conversation, reply)
+        store_message(session, self.broker, conversation, told)
         session.refresh(conversation)
         session.commit()
         self.broker.publish(conversation.id, "conversation.status", {"status": conversation.status.value})
@@ -198,7 +220,7 @@ class TurnPreparation:
                 break
             await self._prefetch(session, conversation, customer, prepared, lookup)
         if not prepared.results and customer.external_id is not None and MY_ORDER.search(text):
-            recent = self._recent_order_lookup(session, conversation, customer)
+            recent = self.recent_order_lookup(session, conversation, customer)
             if recent is not None:
                 await self._prefetch(session, conversation, customer, prepared, recent)
         # A message that names an order is about that order, even when it is not the customer's.
@@ -209,9 +231,9 @@ class TurnPreparation:
             for lookup in lookups:
                 await self._prefetch(session, conversation, customer, prepared, lookup)
 
-    def _recent_order_lookup(self, session: Session, conversation: Conversation, customer: Customer) -> Lookup | None:
+    def recent_order_lookup(self, session: Session, conversation: Conversation, customer: Customer) -> Lookup | None:
         """The lookup of the one order "my order" means, from the first reference tool that knows it."""
-        context = self._tool_context(session, conversation, customer, [])
+        context = self.tool_context(session, conversation, customer, [])
         autocommit_step(session)
         try:
             for tool in self.tools.reference_tools():
@@ -227,7 +249,7 @@ class TurnPreparation:
     ) -> None:
         """Run ``lookup``; only a successful one is stored and joins the context: the tool's refusal (not found,
         not this customer's, the shop unreachable) leaves the question to the model, which may call it itself."""
-        context = self._tool_context(session, conversation, customer, prepared.context)
+        context = self.tool_context(session, conversation, customer, prepared.context)
         result, messages = await anyio.to_thread.run_sync(self._look_up, session, conversation, lookup, context)
         self.metrics.prefetches.labels(tool=lookup.tool, outcome="ok" if result.ok else "error").inc()
         if result.ok:
@@ -238,11 +260,11 @@ class TurnPreparation:
         self, session: Session, conversation: Conversation, lookup: Lookup, context: ToolContext
     ) -> tuple[ToolResult, list[ChatMessage]]:
         call = ToolCall(id=fallback_call_id(), name=lookup.tool, arguments=json.dumps(lookup.arguments))
-        result = self._execute(session, call, context)
+        result = self.execute(session, call, context)
         if not result.ok:
             return result, []
-        asked = self._store_call(session, conversation, call)
-        return result, [self._call_message(call, asked), self._store_result(session, conversation, call, result)]
+        asked = self.store_call(session, conversation, call)
+        return result, [self.call_message(call, asked), self.store_result(session, conversation, call, result)]
 
     def _run_tool(
         self,
@@ -254,11 +276,11 @@ class TurnPreparation:
     ) -> tuple[ToolResult, list[ChatMessage]]:
         """Store a tool call as the bot's, run it through the registry, store its result; both as context messages."""
         call = ToolCall(id=fallback_call_id(), name=lookup.tool, arguments=json.dumps(lookup.arguments))
-        asked = self._store_call(session, conversation, call)
-        result = self._execute(session, call, self._tool_context(session, conversation, customer, context))
-        return result, [self._call_message(call, asked), self._store_result(session, conversation, call, result)]
+        asked = self.store_call(session, conversation, call)
+        result = self.execute(session, call, self.tool_context(session, conversation, customer, context))
+        return result, [self.call_message(call, asked), self.store_result(session, conversation, call, result)]
 
-    def _tool_context(
+    def tool_context(
         self, session: Session, conversation: Conversation, customer: Customer, context: Sequence[ChatMessage]
     ) -> ToolContext:
         assert conversation.id is not None and customer.id is not None
@@ -270,12 +292,12 @@ class TurnPreparation:
             external_customer_id=customer.external_id,
         )
 
-    def _execute(self, session: Session, call: ToolCall, context: ToolContext) -> ToolResult:
+    def execute(self, session: Session, call: ToolCall, context: ToolContext) -> ToolResult:
         result = self.tools.execute(call.name, call.arguments, context)
         session.commit()
         return result
 
-    def _store_call(self, session: Session, conversation: Conversation, call: ToolCall) -> Message:
+    def store_call(self, session: Session, conversation: Conversation, call: ToolCall) -> Message:
         assert conversation.id is not None
         message = Message(
             conversation_id=conversation.id,
@@ -287,11 +309,11 @@ class TurnPreparation:
         return store_message(session, self.broker, conversation, message)
 
     @staticmethod
-    def _call_message(call: ToolCall, asked: Message) -> ChatMessage:
+    def call_message(call: ToolCall, asked: Message) -> ChatMessage:
         assert asked.id is not None
         return {"role": "assistant", "content": None, "tool_calls": [call.to_message_part()], "id": asked.id}
 
-    def _store_result(
+    def store_result(
         self, session: Session, conversation: Conversation, call: ToolCall, result: ToolResult
     ) -> ChatMessage:
         assert conversation.id is not None

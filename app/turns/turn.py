@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import anyio
@@ -51,6 +52,7 @@ from app.models import (
 )
 from app.models.outcomes import HandoffReason
 from app.outcomes.recording import record_handoff
+from app.playbooks.library import PlaybookLibrary
 from app.settings import Settings
 from app.tools import ToolContext, ToolRegistry
 from app.tools.handoff import hand_over
@@ -65,7 +67,10 @@ from app.turns.context_engines import (
     default_compressor,
     uncompacted_context,
 )
+from app.turns.fact_replies import capabilities_reply
+from app.turns.playbook_turn import PlaybookTurn
 from app.turns.preparation import TurnPreparation
+from app.turns.prompt_echo import PromptEcho
 from app.turns.recall import MemorySection, recalled, start_recall
 from compression import ContextEngine
 from compression.messages import ChatMessage
@@ -105,6 +110,7 @@ class AgentTurn:
         engine_factory: EngineFactory | None = None,
         conclusions_queued: Callable[[], None] | None = None,
         metrics: Metrics | None = None,
+        playbooks: PlaybookLibrary | None = None,
     ) -> None:
         self.db = db
         self.gateway = gateway
@@ -116,7 +122,10 @@ class AgentTurn:
         self.conclusions_queued = conclusions_queued
         self.metrics = metrics or Metrics()
         self.engines = ContextEngines(engine_factory or (lambda: default_compressor(gateway, settings)))
-        self.preparation = TurnPreparation(tools=tools, settings=settings, metrics=self.metrics, broker=broker)
+        playbook_turn = PlaybookTurn(playbooks, settings, conclusions_queued) if playbooks is not None else None
+        self.preparation = TurnPreparation(
+            tools=tools, settings=settings, metrics=self.metrics, broker=broker, playbooks=playbook_turn
+        )
 
     async def run(self, conversation_id: int, *, latest_customer_text: str | None = None) -> None:
         """One turn; ``latest_customer_text`` is the burst's newest message when the caller knows it (the recall
@@ -181,6 +190,7 @@ class AgentTurn:
                 recall.cancel()
             raise
         turn_context = self._turn_context(await recalled(self.memory_section, recall, customer.id, context))
+        echo = PromptEcho([self._instructions(customer), turn_context])
         # Handoff on request, cut replies out, lookups prefetched: see app.turns.preparation.
         prepared = await self.preparation.prepare(session, conversation, customer, context)
         if prepared.answered:
@@ -195,6 +205,8 @@ class AgentTurn:
             response = await self._chat(conversation.id, [*context, {"role": "system", "content": turn_context}])
             if response.usage is not None:
                 engine.update_from_response(response.usage)
+            if not response.tool_calls and echo.repeats_prompt(response.content or ""):
+                response = self._without_echo(conversation.id, response, context)
             assistant = self._store_reply(session, conversation, response, context)
             assert assistant.id is not None
             if response.cut is not None:
@@ -225,6 +237,13 @@ class AgentTurn:
             f"tool loop limit: no final answer after {MAX_TOOL_ROUNDS} rounds of tool calls",
             category=HandoffReason.LOOP_GUARD,
         )
+
+    def _without_echo(self, conversation_id: int, response: ChatResponse, context: list[ChatMessage]) -> ChatResponse:
+        """The reply that replaces one repeating the prompt (``app.turns.prompt_echo``)."""
+        logger.warning("A reply in conversation %s repeated the prompt; replaced", conversation_id)
+        self.metrics.replies_cut.labels(reason="prompt_echo").inc()
+        asked = next((m.get("content") for m in reversed(context) if m.get("role") == "user"), "")
+        return replace(response, content=capabilities_reply(asked if isinstance(asked, str) else ""))
 
     def _store_reply(
         self, session: Session, conversation: Conversation, response: ChatResponse, context: list[ChatMessage]

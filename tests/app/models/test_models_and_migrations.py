@@ -43,7 +43,7 @@ from app.models import (
     segment_title,
 )
 
-HEAD = "0021_overview_reads"
+HEAD = "0022_playbooks"
 SessionDep = Annotated[Session, Depends(get_session)]
 ALL_TABLES = {
     "staff_members", "audit_events", "customers", "conversations", "messages", "context_segments", "compactions",
@@ -54,6 +54,7 @@ ALL_TABLES = {
     "conversation_outcomes",
     "promise_records",
     "eval_runs",
+    "playbook_runs",
 }  # fmt: skip
 # The search indexes on SQLite: the FTS5 tables and their shadow tables (no content table: external content), and
 # the knowledge chunks' embeddings and their count.

@@ -39,7 +39,7 @@ def test_a_looping_embedded_reply_is_cut_marked_counted_and_not_fed_back(
     tmp_path: Any, scripted_server: ScriptedLLMServer
 ) -> None:
     scripted_server.enqueue(ScriptedReply(text=LOOP), "A fresh answer.")
-    settings = app_settings(tmp_path, scripted_server, chat_model=EMBEDDED_CHAT_MODEL)
+    settings = app_settings(tmp_path, scripted_server, chat_model=EMBEDDED_CHAT_MODEL, playbooks="off")
     for live in run_live_app(settings):
         client, _ = live.visitor()
         conversation_id = live.conversation(client)
