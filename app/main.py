@@ -39,6 +39,7 @@ from app.web.console import knowledge as console_knowledge
 from app.web.console import knowledge_gaps as console_knowledge_gaps
 from app.web.console import knowledge_import as console_knowledge_import
 from app.web.console import overview as console_overview
+from app.web.console import playbooks as console_playbooks
 from app.web.console import promises as console_promises
 from app.web.event_streams import END_STREAMS
 from app.web.input import validation_error_response
@@ -104,6 +105,7 @@ def create_app(
     app.include_router(console_knowledge.router)
     app.include_router(console_knowledge_gaps.router)
     app.include_router(console_evals.router)
+    app.include_router(console_playbooks.router)
     app.include_router(console_knowledge_import.router)
     ops.install(app)
 

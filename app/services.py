@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 from sqlalchemy import Engine
+from sqlmodel import Session
 
 from app.customer_memory.service import MemoryService, build_memory_service
 from app.db import create_db_engine, upgrade
@@ -88,6 +89,12 @@ class Services:
     _backfill: asyncio.Task[None] | None = field(default=None, repr=False)
     _warming: asyncio.Future[int] | None = field(default=None, repr=False)
     _playbooks_warming: asyncio.Future[None] | None = field(default=None, repr=False)
+
+    @property
+    def playbooks(self) -> PlaybookLibrary | None:
+        """The desk's playbooks, None when they are off."""
+        turn = self.agent.preparation.playbooks
+        return turn.library if turn is not None else None
 
     def start(self) -> None:
         """Start the background work (on the running event loop): turn recovery, outbox delivery, daily sync."""
@@ -253,6 +260,9 @@ async def build_services(settings: Settings, seams: ServiceOverrides = ServiceOv
         metrics=metrics,
         playbooks=playbook_library(settings, knowledge_vectors.embedder),
     )
+    if agent.preparation.playbooks is not None:
+        with Session(db) as session:  # the versions saved in the console run from the start
+            agent.preparation.playbooks.saved.refresh(session)
     turns = TurnScheduler(
         db=db,
         broker=broker,

@@ -12,5 +12,6 @@
 - ``overview``: the dashboard figures, from persisted data so they survive restarts.
 - ``knowledge``: the Knowledge page's sources, documents and chunks with their counts; deleting them, audited.
 - ``knowledge_gaps``: open content gaps grouped by similar questions; dismissing them or marking them covered.
+- ``playbooks``: supervisors' playbook list with run counts, new versions of a playbook's text, its mode.
 - ``rendering``: the HTML template environment and sanitised Markdown.
 """

@@ -23,6 +23,7 @@ class Permission(StrEnum):
     VIEW_USAGE = "view_usage"
     RETRY_OUTBOX = "retry_outbox"
     MANAGE_KNOWLEDGE = "manage_knowledge"
+    MANAGE_PLAYBOOKS = "manage_playbooks"
     MANAGE_STAFF = "manage_staff"
     EXPORT_ERASE = "export_erase"
 
@@ -36,6 +37,7 @@ _SUPERVISOR = _AGENT | {
     Permission.VIEW_USAGE,
     Permission.RETRY_OUTBOX,
     Permission.MANAGE_KNOWLEDGE,
+    Permission.MANAGE_PLAYBOOKS,
 }
 _ADMIN = _SUPERVISOR | {Permission.MANAGE_STAFF, Permission.EXPORT_ERASE}
 ROLE_PERMISSIONS: dict[StaffRole, frozenset[Permission]] = {

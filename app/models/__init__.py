@@ -13,7 +13,7 @@ Importing this package registers every table on ``SQLModel.metadata`` (what alem
 - ``outcomes``: how each conversation turned out (resolution, handoff reason, first replies, reopens, rating)
 - ``knowledge``: imported knowledge sources, documents, chunks, the chunks a reply cited, content gaps
 - ``evaluations``: the saved runs of ``memdesk eval run``
-- ``playbooks``: the runs of playbooks in conversations (what each waits for, how it ended)
+- ``playbooks``: the runs of playbooks in conversations (what each waits for, how it ended), saved versions
 """
 
 from app.models.base import DEFAULT_CURRENCY, NAMING_CONVENTION, utc_now
@@ -40,7 +40,7 @@ from app.models.knowledge import (
     MessageSource,
 )
 from app.models.outcomes import ConversationOutcome, HandoffReason, Resolution
-from app.models.playbooks import PlaybookRun, RunStatus
+from app.models.playbooks import PlaybookRun, PlaybookVersion, RunStatus
 from app.models.promises import PromiseRecord, PromiseStatus
 from app.models.shop import (
     Order,
@@ -103,6 +103,7 @@ __all__ = [
     "OrderStatus",
     "OutboxStatus",
     "PlaybookRun",
+    "PlaybookVersion",
     "Product",
     "PromiseRecord",
     "PromiseStatus",

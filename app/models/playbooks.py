@@ -1,4 +1,6 @@
-"""Playbook runs (``playbook_runs``): one row each time a playbook starts in a conversation, kept while it waits for
+"""Playbook runs (``playbook_runs``) and the playbook versions saved in the console (``playbook_versions``).
+
+Runs: one row each time a playbook starts in a conversation, kept while it waits for
 the customer (an order number, a yes) and afterwards as the record the console counts (matched, completed).
 
 The conversation's focus (what is being discussed: an order) lives on the conversation (``focus_kind``,
@@ -48,3 +50,18 @@ class PlaybookRun(SQLModel, table=True):
     results: dict[str, Any] = Field(default_factory=dict, sa_type=json_type())
     created_at: datetime = Field(default_factory=utc_now)
     updated_at: datetime = Field(default_factory=utc_now, sa_column_kwargs={"onupdate": utc_now})
+
+
+class PlaybookVersion(SQLModel, table=True):
+    """A playbook's text as a supervisor saved it in the console; the newest version of each name is the one that
+    runs, over the file the desk ships."""
+
+    __tablename__ = "playbook_versions"
+    __table_args__ = (sa.UniqueConstraint("name", "version"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(max_length=PLAYBOOK_NAME_LENGTH)
+    version: int
+    source: str = Field(sa_type=sa.Text)
+    edited_by: str = Field(max_length=64)
+    created_at: datetime = Field(default_factory=utc_now)

@@ -14,6 +14,7 @@ from importlib import resources
 from pathlib import Path
 
 from app.knowledge.vectors import TextEmbedder
+from app.playbooks.guidelines import DEFAULT_GUIDELINES, Guidelines, parse_guidelines
 from app.playbooks.matching import IntentMatch, IntentMatcher
 from app.playbooks.model import Playbook
 from app.playbooks.schema import PlaybookError, parse_playbook, parse_unmatched
@@ -57,6 +58,7 @@ class PlaybookLibrary:
     ) -> None:
         self.embedder = embedder
         self.unmatched = unmatched or {}
+        self.guidelines = DEFAULT_GUIDELINES
         self._lock = threading.Lock()
         self._playbooks: dict[str, Playbook] = {}
         for playbook in playbooks:
@@ -83,6 +85,11 @@ class PlaybookLibrary:
             self._playbooks = {**self._playbooks, playbook.name: playbook}
             self._matcher = self._new_matcher()
         return playbook
+
+    def replace_guidelines(self, source: str, *, source_name: str = "guidelines") -> Guidelines:
+        """Put new guidelines in place once ``source`` is valid; ``PlaybookError`` and no change otherwise."""
+        self.guidelines = parse_guidelines(source, source_name=source_name)
+        return self.guidelines
 
     def _new_matcher(self) -> IntentMatcher:
         active = [p for p in self._playbooks.values() if p.mode != "off"]

@@ -66,6 +66,8 @@ class Turn:
     shop_name: str
     today: date
     values: dict[str, Any] = field(default_factory=dict)
+    # The desk's guardrails (``app.playbooks.guidelines``), over the playbook's own limits of the same name.
+    limits: dict[str, float] = field(default_factory=dict)
 
 
 class PlaybookRunner:
@@ -215,7 +217,7 @@ class PlaybookRunner:
             "first_message": run.slots.get("_started_with", turn.text),
             "customer": {"name": turn.customer_name, "verified": turn.verified},
             "shop": turn.shop_name,
-            "limits": playbook.limits,
+            "limits": {**playbook.limits, **turn.limits},
             "language": run.language,
             "today": turn.today.isoformat(),
             **turn.values,

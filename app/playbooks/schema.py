@@ -84,7 +84,7 @@ PLAYBOOK_SCHEMA: dict[str, Any] = {
     "required": ["name", "title", "examples", "steps", "replies"],
     "additionalProperties": False,
     "properties": {
-        "name": _NAME,
+        "name": {**_NAME, "not": {"const": "guidelines"}},  # the console's address of the response guidelines
         "title": {"type": "string", "minLength": 1, "maxLength": 200},
         "description": _TEXT,
         "mode": {"enum": list(MODES)},
@@ -134,17 +134,17 @@ _TOML_LINE = re.compile(r"\(at line (\d+), column \d+\)")
 
 def parse_playbook(source: str, *, source_name: str = "playbook") -> Playbook:
     """The playbook in ``source`` (TOML text), or ``PlaybookError`` with the line and the reason."""
-    data = _validated(source, PLAYBOOK_SCHEMA, source_name)
+    data = validated(source, PLAYBOOK_SCHEMA, source_name)
     return _build(data, source, source_name)
 
 
 def parse_unmatched(source: str, *, source_name: str = "unmatched") -> dict[str, list[str]]:
     """The messages no playbook takes (``_unmatched.toml``), by language."""
-    data = _validated(source, UNMATCHED_SCHEMA, source_name)
+    data = validated(source, UNMATCHED_SCHEMA, source_name)
     return {language: list(texts) for language, texts in data["examples"].items()}
 
 
-def _validated(source: str, schema: Mapping[str, Any], source_name: str) -> dict[str, Any]:
+def validated(source: str, schema: Mapping[str, Any], source_name: str) -> dict[str, Any]:
     try:
         data = tomllib.loads(source)
     except tomllib.TOMLDecodeError as error:

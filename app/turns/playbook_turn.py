@@ -24,6 +24,7 @@ from app.db import autocommit_step
 from app.models import Conversation, Customer, PlaybookRun, RunStatus
 from app.playbooks.library import PlaybookLibrary
 from app.playbooks.runner import PlaybookRunner, Turn
+from app.playbooks.saved import SavedVersions
 from app.settings import Settings
 from app.turns.playbook_actions import TurnPlaybookActions
 from compression.messages import ChatMessage
@@ -42,6 +43,7 @@ class PlaybookTurn:
         self.settings = settings
         self.runner = PlaybookRunner()
         self.conclusions_queued = conclusions_queued
+        self.saved = SavedVersions(library)
 
     def applies(self) -> bool:
         return self.settings.playbooks == "on" or (
@@ -61,6 +63,7 @@ class PlaybookTurn:
         if not self.applies():
             return False
         assert conversation.id is not None
+        self.saved.refresh(session)
         actions = TurnPlaybookActions(preparation, session, conversation, customer, context, self.conclusions_queued)
         turn = Turn(
             text=text,
@@ -68,6 +71,7 @@ class PlaybookTurn:
             verified=customer.external_id is not None,
             shop_name=self.settings.shop_name,
             today=datetime.now(ZoneInfo(self.settings.timezone)).date(),
+            limits=self.library.guidelines.limits(),
         )
         waiting = self._waiting_run(session, conversation.id)
         if waiting is not None and await self._resume(waiting, turn, actions, session, preparation):

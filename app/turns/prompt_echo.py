@@ -29,13 +29,14 @@ def _spans(text: str) -> set[tuple[str, ...]]:
 
 
 class PromptEcho:
-    def __init__(self, prompt_texts: Iterable[str]) -> None:
+    def __init__(self, prompt_texts: Iterable[str], *, allowed: Iterable[str] = ()) -> None:
+        """``allowed``: prompt text a reply may repeat (the sign-off the guidelines ask for)."""
         texts = list(prompt_texts)
-        allowed: set[tuple[str, ...]] = set()
+        allowed_spans: set[tuple[str, ...]] = set().union(*(_spans(text) for text in allowed))
         for text in texts:
             for memory in _MEMORY_LINE.findall(text):
-                allowed |= _spans(memory)
-        self.spans = set().union(*(_spans(text) for text in texts)) - allowed if texts else set()
+                allowed_spans |= _spans(memory)
+        self.spans = set().union(*(_spans(text) for text in texts)) - allowed_spans if texts else set()
 
     def repeats_prompt(self, reply: str) -> bool:
         return not self.spans.isdisjoint(_spans(reply))

@@ -52,6 +52,7 @@ from app.models import (
 )
 from app.models.outcomes import HandoffReason
 from app.outcomes.recording import record_handoff
+from app.playbooks.guidelines import Guidelines
 from app.playbooks.library import PlaybookLibrary
 from app.settings import Settings
 from app.tools import ToolContext, ToolRegistry
@@ -190,7 +191,9 @@ class AgentTurn:
                 recall.cancel()
             raise
         turn_context = self._turn_context(await recalled(self.memory_section, recall, customer.id, context))
-        echo = PromptEcho([self._instructions(customer), turn_context])
+        guidelines = self._guidelines()
+        allowed = [guidelines.sign_off] if guidelines is not None else []
+        echo = PromptEcho([self._instructions(customer), turn_context], allowed=allowed)
         # Handoff on request, cut replies out, lookups prefetched: see app.turns.preparation.
         prepared = await self.preparation.prepare(session, conversation, customer, context)
         if prepared.answered:
@@ -433,7 +436,12 @@ class AgentTurn:
             shop_name=self.settings.shop_name,
             customer_name=customer.name,
             customer_verified=customer.external_id is not None,
+            guidelines=self._guidelines(),
         )
+
+    def _guidelines(self) -> Guidelines | None:
+        playbooks = self.preparation.playbooks
+        return playbooks.library.guidelines if playbooks is not None else None
 
     def _turn_context(self, memory: str) -> str:
         # Time and memory recall change every turn: they go at the end of each request.

@@ -55,6 +55,7 @@ ALL_TABLES = {
     "promise_records",
     "eval_runs",
     "playbook_runs",
+    "playbook_versions",
 }  # fmt: skip
 # The search indexes on SQLite: the FTS5 tables and their shadow tables (no content table: external content), and
 # the knowledge chunks' embeddings and their count.
