@@ -195,6 +195,7 @@ def _log_banner(settings: Settings, listener: Listener, local: LocalModelServer 
     lines = [
         f"memdesk is running at {base}",
         f"  demo shop:     {base}/demo   <- open this to chat through the widget",
+        f"  staff console: {base}/console   (first account: memdesk staff add EMAIL --name NAME --role admin)",
         f"  API docs:      {base}/docs",
         f"  health:        {base}/healthz",
         f"  widget API:    {base}/api/widget/",
