@@ -73,17 +73,18 @@ def test_response_guidelines_reach_the_prompt_and_the_playbooks_limit(
             "/console/playbooks/guidelines", {"source": 'tone = "Calm."\nperson_above_amount = -5\n'}
         )
         assert refused.status_code == 422 and "line 2: person_above_amount" in refused.text
-        source = 'tone = "Calm and formal."\nsign_off = "Kind regards from the whole Acme Kitchen support team"\nperson_above_amount = 50\n'
+        sign_off = "Kind regards from the whole Acme Kitchen support team"
+        source = f'tone = "Calm and formal."\nsign_off = "{sign_off}"\nperson_above_amount = 50\n'
         assert supervisor.post("/console/playbooks/guidelines", {"source": source}).status_code == 200
         assert live.services.playbooks is not None and live.services.playbooks.guidelines.person_above_amount == 50
 
-        scripted_server.enqueue("Hello! Kind regards from the whole Acme Kitchen support team")
+        scripted_server.enqueue(f"Hello! {sign_off}")
         client, _ = live.visitor()
         conversation_id = live.conversation(client)
         client.post(f"/api/widget/conversations/{conversation_id}/messages", json={"content": "Hi there"})
         reply = live.wait_for_reply(conversation_id)[-1].content
         instructions = scripted_server.chat_requests[0].messages[0]["content"]
-        assert "- Tone: Calm and formal." in instructions and "Kind regards from the whole Acme Kitchen support team" in instructions
+        assert "- Tone: Calm and formal." in instructions and sign_off in instructions
         assert "above 50 in the order's currency is decided by a person" in instructions
-        assert reply == "Hello! Kind regards from the whole Acme Kitchen support team", "the sign-off the guidelines ask for is no prompt echo"
+        assert reply == f"Hello! {sign_off}", "the sign-off the guidelines ask for is no prompt echo"
         assert [e.action for e in audit_actions(live) if e.action == "guidelines.edit"] == ["guidelines.edit"]
