@@ -27,9 +27,17 @@ def amount(value: object) -> float:
     return float(match.group(0).replace(",", "")) if match else 0.0
 
 
+def mentions_any(text: object, words: object) -> bool:
+    """Whether ``text`` contains any of ``words``, ignoring case (a condition on what the customer wrote)."""
+    lowered = str(text or "").casefold()
+    candidates = [words] if isinstance(words, str) else list(words) if isinstance(words, list | tuple) else []
+    return any(str(word).casefold() in lowered for word in candidates if str(word))
+
+
 def _environment(undefined: type[Undefined]) -> SandboxedEnvironment:
     environment = SandboxedEnvironment(autoescape=False, undefined=undefined, trim_blocks=True, lstrip_blocks=True)
     environment.filters["amount"] = amount
+    environment.filters["mentions_any"] = mentions_any
     return environment
 
 
