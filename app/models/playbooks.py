@@ -28,6 +28,7 @@ class RunStatus(StrEnum):
     HANDED_OFF = "handed_off"
     DECLINED = "declined"  # the customer said no to the confirmation
     ABANDONED = "abandoned"  # the customer's answer was neither: the message went on to the rest of the turn
+    GUIDED = "guided"  # in guide mode: the model followed the steps as instructions
 
 
 class PlaybookRun(SQLModel, table=True):

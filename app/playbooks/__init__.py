@@ -12,7 +12,10 @@ turn runs it (``app.turns.playbook_turn``) for the intents it matches, whatever 
 - ``matching``, ``classifier``, ``char_grams``: which playbook a message asks for, by a classifier trained on the
   examples over embeddings, character n-grams and the patterns.
 - ``runner``: a run, step by step, across the turns it waits for the customer (a slot, a yes).
+- ``guide``: a playbook in ``guide`` mode for a capable model: its steps as instructions, its tools the only ones.
 - ``slots``: order numbers, tracking numbers and addresses read from a message.
 - ``templates``: the sandboxed Jinja environment replies and conditions are rendered in.
 - ``language``: which of English, German and Chinese a customer writes in.
+- ``guidelines``: the response guidelines (tone, sign-off, topics to decline, the amount a person decides above).
+- ``saved``: the versions saved in the console, applied in every server process.
 """

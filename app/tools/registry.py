@@ -200,11 +200,14 @@ class ToolRegistry:
     def get(self, name: str) -> Tool[Any] | None:
         return self._tools.get(name)
 
-    def openai_specs(self) -> list[dict[str, Any]]:
-        """The ``tools`` parameter of a chat completion request (built once: schemas are costly to generate)."""
+    def openai_specs(self, only: frozenset[str] | None = None) -> list[dict[str, Any]]:
+        """The ``tools`` parameter of a chat completion request (built once: schemas are costly to generate);
+        ``only`` keeps the tools of a procedure the model follows."""
         if self._specs is None:
             self._specs = [tool.openai_spec() for tool in self._tools.values()]
-        return self._specs
+        if only is None:
+            return self._specs
+        return [spec for spec, name in zip(self._specs, self._tools, strict=True) if name in only]
 
     def reference_tools(self) -> list[Tool[Any]]:
         """The read-only lookups that declare reference patterns, in registration order."""
@@ -217,9 +220,20 @@ class ToolRegistry:
         for tool in self._tools.values():
             tool.close()
 
-    def execute(self, name: str, arguments_json: str | None, context: ToolContext) -> ToolResult:
-        """Run one tool call; never raises for anything the model or the customer can cause."""
-        tool = self._tools.get(name)
+    def execute(
+        self, name: str, arguments_json: str | None, context: ToolContext, *, only: frozenset[str] | None = None
+    ) -> ToolResult:
+        """Run one tool call; never raises for anything the model or the customer can cause. With ``only``, a
+        tool outside it is refused as if it did not exist (the model follows a procedure with its tools only)."""
+        tool = self._tools.get(name) if only is None or name in only else None
+        if tool is None and only is not None:
+            return self._error(
+                name,
+                ToolError(
+                    ErrorCode.UNKNOWN_TOOL,
+                    f"The tool {name!r} is not part of this procedure. Available tools: {', '.join(sorted(only))}.",
+                ),
+            )
         if tool is None:
             return self._error(
                 name,

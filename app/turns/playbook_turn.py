@@ -5,14 +5,16 @@
 
 1. A run that waits for this customer's answer (an order number, a yes) resumes with the message. When the answer is
    neither, the run is abandoned and the message is read afresh.
-2. Otherwise the intent matcher (``app.playbooks.matching``) picks a playbook. One in ``always`` mode runs; one in
-   ``guide`` mode runs only for the embedded model, which cannot follow instructions; ``off`` never matches.
+2. Otherwise the intent matcher (``app.playbooks.matching``) picks a playbook. One in ``always`` mode runs. One in
+   ``guide`` mode runs for the embedded model, which cannot follow instructions; a capable model gets it as a
+   ``Guide`` instead (``app.playbooks.guide``: its steps as instructions, its tools only). ``off`` never matches.
 
 Every run is kept (``playbook_runs``) with how it ended, for the console's counts.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
@@ -22,10 +24,12 @@ from sqlmodel import Session, col, select
 
 from app.db import autocommit_step
 from app.models import Conversation, Customer, PlaybookRun, RunStatus
+from app.playbooks.guide import Guide, guide_for
 from app.playbooks.library import PlaybookLibrary
 from app.playbooks.runner import PlaybookRunner, Turn
 from app.playbooks.saved import SavedVersions
 from app.settings import Settings
+from app.tools.handoff import TransferToHumanTool
 from app.turns.playbook_actions import TurnPlaybookActions
 from compression.messages import ChatMessage
 
@@ -33,6 +37,17 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from app.turns.preparation import TurnPreparation
+
+
+@dataclass(frozen=True)
+class PlaybookAnswer:
+    """Whether a playbook answered the message; else the procedure the model is to follow, if one matched."""
+
+    answered: bool
+    guide: Guide | None = None
+
+
+NOT_ANSWERED = PlaybookAnswer(answered=False)
 
 
 class PlaybookTurn:
@@ -58,10 +73,10 @@ class PlaybookTurn:
         customer: Customer,
         context: list[ChatMessage],
         text: str,
-    ) -> bool:
-        """True when a playbook answered the customer's message (or handed them to a person)."""
+    ) -> PlaybookAnswer:
+        """Whether a playbook answered the customer's message (or handed them to a person)."""
         if not self.applies():
-            return False
+            return NOT_ANSWERED
         assert conversation.id is not None
         self.saved.refresh(session)
         actions = TurnPlaybookActions(preparation, session, conversation, customer, context, self.conclusions_queued)
@@ -75,15 +90,20 @@ class PlaybookTurn:
         )
         waiting = self._waiting_run(session, conversation.id)
         if waiting is not None and await self._resume(waiting, turn, actions, session, preparation):
-            return True
+            return PlaybookAnswer(answered=True)
         match = await anyio.to_thread.run_sync(self.library.match, text)
         playbook = self.library.get(match.playbook) if match is not None else None
-        if playbook is None or (playbook.mode == "guide" and not self.settings.chat_model_is_embedded):
-            return False
+        if playbook is None:
+            return NOT_ANSWERED
         run = PlaybookRun(conversation_id=conversation.id, playbook=playbook.name)
+        if playbook.mode == "guide" and not self.settings.chat_model_is_embedded:
+            run.status = RunStatus.GUIDED
+            self._save(session, run, preparation)
+            handoff = TransferToHumanTool.name if preparation.tools.get(TransferToHumanTool.name) else None
+            return PlaybookAnswer(answered=False, guide=guide_for(playbook, turn.limits, handoff_tool=handoff))
         answered = await self.runner.start(playbook, run, turn, actions)
         self._save(session, run, preparation)
-        return answered
+        return PlaybookAnswer(answered=answered)
 
     async def _resume(
         self,

@@ -40,9 +40,11 @@ from app.live.messages import store_message
 from app.llm.responses import ToolCall, fallback_call_id
 from app.models import Conversation, ConversationStatus, Customer, Message, MessageAuthor, MessageRole
 from app.models.outcomes import HandoffReason
+from app.playbooks.guide import Guide
 from app.playbooks.language import Language
 from app.settings import Settings
 from app.tools import ToolContext, ToolRegistry, ToolResult
+from app.tools.handoff import TransferToHumanTool
 from app.tools.references import Lookup, named_references
 from app.turns.citations import store_cited_reply
 from app.turns.fact_replies import capabilities_reply, reply_from_lookups
@@ -51,7 +53,7 @@ from app.turns.playbook_turn import PlaybookTurn
 from compression.messages import ChatMessage
 
 HELP_TOOL = "search_knowledge"
-HANDOFF_TOOL = "transfer_to_human"
+HANDOFF_TOOL = TransferToHumanTool.name
 MAX_PREFETCHED_REFERENCES = 2
 # A message that lists many numbers is no reason to query the shop for each: the model can look up the rest.
 MAX_REFERENCE_ATTEMPTS = 4
@@ -86,6 +88,7 @@ class Prepared:
     context: list[ChatMessage]
     answered: bool = False
     results: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (tool, payload) of each lookup
+    guide: Guide | None = None  # the procedure the model follows this turn, with only its tools
 
 
 def unanswered_customer_text(context: Sequence[ChatMessage]) -> str | None:
@@ -138,9 +141,13 @@ class TurnPreparation:
             if self.hand_off(session, conversation, customer, summary=summary, trigger="request", language=language):
                 return Prepared(context, answered=True)
         playbooks = self.playbooks
-        if playbooks is not None and await playbooks.answer(self, session, conversation, customer, context, text):
-            return Prepared(context, answered=True)
-        prepared = Prepared(context)
+        guide = None
+        if playbooks is not None:
+            outcome = await playbooks.answer(self, session, conversation, customer, context, text)
+            if outcome.answered:
+                return Prepared(context, answered=True)
+            guide = outcome.guide
+        prepared = Prepared(context, guide=guide)
         if self.settings.prefetch:
             await self.prefetch(session, conversation, customer, prepared, text)
         if not self.settings.chat_model_is_embedded:

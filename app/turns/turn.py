@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
+from functools import partial
 
 import anyio
 from jinja2 import Environment
@@ -190,14 +191,17 @@ class AgentTurn:
             if recall is not None:
                 recall.cancel()
             raise
-        turn_context = self._turn_context(await recalled(self.memory_section, recall, customer.id, context))
-        guidelines = self._guidelines()
-        allowed = [guidelines.sign_off] if guidelines is not None else []
-        echo = PromptEcho([self._instructions(customer), turn_context], allowed=allowed)
-        # Handoff on request, cut replies out, lookups prefetched: see app.turns.preparation.
+        memory = await recalled(self.memory_section, recall, customer.id, context)
+        # Handoff on request, cut replies out, playbooks, lookups prefetched: see app.turns.preparation.
         prepared = await self.preparation.prepare(session, conversation, customer, context)
         if prepared.answered:
             return
+        guide = prepared.guide  # a playbook in guide mode: its steps in the context, only its tools offered
+        only = guide.tools if guide is not None else None
+        turn_context = self._turn_context(memory, guide.instructions if guide is not None else None)
+        guidelines = self._guidelines()
+        allowed = [guidelines.sign_off] if guidelines is not None else []
+        echo = PromptEcho([self._instructions(customer), turn_context], allowed=allowed)
         context = prepared.context
         if engine.should_compress_preflight(context):
             context = await self._compact(session, conversation.id, customer.id, engine, context)
@@ -205,7 +209,9 @@ class AgentTurn:
             context = aged_context(engine, context, conversation.id, self.metrics)
             # Stable prefix first (instructions, notes, transcript), the volatile turn context last: a provider's
             # prompt cache then reuses everything up to the newest messages.
-            response = await self._chat(conversation.id, [*context, {"role": "system", "content": turn_context}])
+            response = await self._chat(
+                conversation.id, [*context, {"role": "system", "content": turn_context}], only=only
+            )
             if response.usage is not None:
                 engine.update_from_response(response.usage)
             if not response.tool_calls and echo.repeats_prompt(response.content or ""):
@@ -220,7 +226,7 @@ class AgentTurn:
                 if engine.should_compress():
                     await self._compact(session, conversation.id, customer.id, engine, context)
                 return
-            if await self._run_tools(session, conversation, customer, response, context):
+            if await self._run_tools(session, conversation, customer, response, context, only=only):
                 store_message(
                     session,
                     self.broker,
@@ -267,7 +273,9 @@ class AgentTurn:
             return store_message(session, self.broker, conversation, message)
         return store_cited_reply(session, self.broker, conversation, message, context)
 
-    async def _chat(self, conversation_id: int, context: list[ChatMessage]) -> ChatResponse:
+    async def _chat(
+        self, conversation_id: int, context: list[ChatMessage], *, only: frozenset[str] | None = None
+    ) -> ChatResponse:
         # Fragments are batched: one live event per DELTA_FLUSH_S (or DELTA_FLUSH_CHARS) instead of one per token.
         pending: list[str] = []
         last_flush = time.monotonic()
@@ -292,7 +300,7 @@ class AgentTurn:
             with anyio.fail_after(deadline.remaining() if deadline is not None else None):
                 response = await self.gateway.chat(
                     context,
-                    tools=self.tools.openai_specs(),
+                    tools=self.tools.openai_specs(only),
                     stream=True,
                     on_delta=on_delta,
                     max_tokens=self.settings.reply_token_cap,
@@ -316,8 +324,11 @@ class AgentTurn:
         customer: Customer,
         response: ChatResponse,
         context: list[ChatMessage],
+        *,
+        only: frozenset[str] | None = None,
     ) -> bool:
-        """Execute the response's tool calls in order, persisting each result; True when one handed off."""
+        """Execute the response's tool calls in order, persisting each result; True when one handed off. With
+        ``only``, a tool outside it gets an error result."""
         assert conversation.id is not None and customer.id is not None
         tool_context = ToolContext(
             session=session,
@@ -329,7 +340,9 @@ class AgentTurn:
         handed_off = False
         for call in response.tool_calls:
             # Tools may call a shop's HTTP API: run them off the event loop.
-            result = await anyio.to_thread.run_sync(self.tools.execute, call.name, call.arguments, tool_context)
+            result = await anyio.to_thread.run_sync(
+                partial(self.tools.execute, call.name, call.arguments, tool_context, only=only)
+            )
             session.commit()  # ends the read transaction of a read-only tool
             tool_message = store_message(
                 session, self.broker, conversation, Message.tool_result(conversation.id, call.id, result.content)
@@ -443,10 +456,11 @@ class AgentTurn:
         playbooks = self.preparation.playbooks
         return playbooks.library.guidelines if playbooks is not None else None
 
-    def _turn_context(self, memory: str) -> str:
-        # Time and memory recall change every turn: they go at the end of each request.
+    def _turn_context(self, memory: str, procedure: str | None = None) -> str:
+        # Time, memory recall and a matched procedure change every turn: they go at the end of each request.
+        now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC (%A)")
         return self.prompts.get_template(SYSTEM_PROMPT_TEMPLATE).render(
-            part="turn_context", now=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC (%A)"), memory=memory
+            part="turn_context", now=now, memory=memory, procedure=procedure
         )
 
     def forget(self, conversation_ids: Sequence[int]) -> None:

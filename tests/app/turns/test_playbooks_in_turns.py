@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from sqlmodel import select
 
+from app.console.playbooks import with_mode
 from app.models import (
     Conclusion,
     ConclusionSource,
@@ -159,3 +160,36 @@ def test_the_embedded_model_answers_what_nothing_matches_with_what_it_can_help_w
         reply = _say(live, client, conversation_id, "Schreib mir ein Gedicht über Wasserkocher", count=2)
         assert reply == CAPABILITIES_REPLIES["de"]
         assert scripted_server.chat_requests == []
+
+
+def test_in_guide_mode_a_capable_model_follows_the_steps_with_only_the_playbooks_tools(
+    desk: LiveApp, scripted_server: ScriptedLLMServer
+) -> None:
+    library = desk.services.playbooks
+    assert library is not None
+    cancel = library.get("cancel_order")
+    assert cancel is not None
+    library.replace(with_mode(cancel.source, "guide"))
+    library.warm()  # the matcher retrains on its examples here, not within the turn's wait
+    add_customer_with_order(desk, external_id="pb-6", number="#W2000007", status=OrderStatus.PENDING)
+    client, _ = desk.visitor("pb-6")
+    conversation_id = desk.conversation(client)
+    # The model reaches for a tool the procedure does not name, then cancels without the customer's yes.
+    forced = json.dumps({"order_number": "#W2000007", "confirmed": True})
+    scripted_server.enqueue(
+        ScriptedReply.with_tool_calls(ScriptedToolCall("request_refund", json.dumps({"order_number": "#W2000007"}))),
+        ScriptedReply.with_tool_calls(ScriptedToolCall("cancel_order", forced)),
+        "I can cancel #W2000007 for you. Shall I?",
+    )
+    reply = _say(desk, client, conversation_id, "Please cancel my order #W2000007", count=1)
+    assert reply == "I can cancel #W2000007 for you. Shall I?", "the model wrote the reply, not a template"
+    request = scripted_server.chat_requests[0]
+    offered = {tool["function"]["name"] for tool in request.tools}
+    assert offered == {*cancel.tools(), "transfer_to_human"} and "request_refund" not in offered
+    procedure = request.messages[-1]["content"]
+    assert "<procedure>" in procedure and "Cancel" in procedure and "after the customer said yes" in procedure
+    results = [m.content or "" for m in desk.transcript(conversation_id) if m.tool_call_id]
+    assert "not part of this procedure" in results[-2] and "confirmation_required" in results[-1]
+    assert _order_status(desk, "#W2000007") == OrderStatus.PENDING
+    with desk.db() as session:
+        assert session.exec(select(PlaybookRun)).one().status == RunStatus.GUIDED
