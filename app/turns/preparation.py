@@ -92,13 +92,17 @@ class Prepared:
 
 
 def unanswered_customer_text(context: Sequence[ChatMessage]) -> str | None:
-    """The customer's latest message when nothing follows it yet (no reply, no lookup), else None."""
+    """The customer's messages that nothing follows yet (no reply, no lookup), oldest first on lines of their own,
+    else None. A burst is read as one request: "my parcel #W1234567" then "where is it" names the order once."""
+    texts: list[str] = []
     for message in reversed(context):
         if message.get("role") == "system":
             continue
         content = message.get("content")
-        return content if message.get("role") == "user" and isinstance(content, str) else None
-    return None
+        if message.get("role") != "user" or not isinstance(content, str):
+            break
+        texts.append(content)
+    return "\n".join(reversed(texts)) if texts else None
 
 
 def _handed_off_last(context: Sequence[ChatMessage]) -> bool:

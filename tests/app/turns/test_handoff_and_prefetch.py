@@ -27,7 +27,8 @@ from app.models import (
 )
 from app.settings import EMBEDDED_CHAT_MODEL
 from app.tools.handoff import HANDOFF_ACTION
-from app.turns.preparation import HANDOFF_REPLIES
+from app.turns.preparation import HANDOFF_REPLIES, unanswered_customer_text
+from compression.messages import ChatMessage
 from tests.support.knowledge import article
 from tests.support.live_app import LiveApp, add_customer_with_order, run_live_app
 from tests.support.scripted_llm import ScriptedLLMServer
@@ -303,3 +304,15 @@ def test_a_config_declared_order_lookup_is_prefetched_for_the_customers_own_orde
         latest = scripted_server.chat_requests[-1].messages
         assert latest[-2] == {"role": "user", "content": "And A-654321?"}
         assert "pending" not in json.dumps(latest)
+
+
+def test_a_burst_is_read_as_one_request_so_an_order_named_in_its_first_message_counts() -> None:
+    context: list[ChatMessage] = [
+        {"role": "system", "content": "instructions"},
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "Hello! How can I help?"},
+        {"role": "user", "content": "my parcel #W1234567 still hasn't arrived"},
+        {"role": "user", "content": "where is it"},
+    ]
+    assert unanswered_customer_text(context) == "my parcel #W1234567 still hasn't arrived\nwhere is it"
+    assert unanswered_customer_text([*context, {"role": "assistant", "content": "On its way."}]) is None
