@@ -50,6 +50,8 @@ from app.cli.serve_workers import SingleProcessData, run_workers, single_process
 from app.db import migrate
 from app.infra.logs import configure_logging, logging_config
 from app.llm.local_model import REAL_ENDPOINT_HINT, LocalModelError, LocalModelServer
+from app.playbooks.library import folder_playbooks
+from app.playbooks.schema import PlaybookError
 from app.settings import MAX_WORKERS, Settings
 
 logger = logging.getLogger(__name__)
@@ -115,11 +117,22 @@ def serve_command(
     refusal = workers_refusal(settings, worker_count)
     if refusal is not None:
         raise SettingsConflict(refusal)
+    _check_playbooks(settings)
     with ExitStack() as stack:
         sole = _hold_data_dir(settings, stack)
         with database_errors_explained():
             migrate(settings.resolved_database_url)
         _serve(settings, listener, workers=worker_count, sole=sole)
+
+
+def _check_playbooks(settings: Settings) -> None:
+    """A team's playbook file with errors stops the start here, with its line and reason, not in a traceback."""
+    if settings.playbooks == "off" or settings.playbooks_dir is None:
+        return
+    try:
+        folder_playbooks(settings.playbooks_dir)
+    except PlaybookError as error:
+        raise CommandError(f"MEMDESK_PLAYBOOKS_DIR: {error}") from None
 
 
 def _hold_data_dir(settings: Settings, stack: ExitStack) -> bool:

@@ -243,3 +243,19 @@ def test_main_stays_the_entry_point_after_the_commands_are_imported() -> None:
     importlib.import_module("app.cli.commands")
     assert app.cli.main(["--version"]) == 0
     assert callable(app.cli.main) and app.cli.main.__module__ == "app.cli"
+
+
+def test_serve_refuses_a_playbook_file_with_errors_naming_its_line(
+    data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "playbooks"
+    folder.mkdir()
+    shipped = (REPOSITORY_ROOT / "app/demo_shop/playbooks/cancel_order.toml").read_text("utf-8")
+    broken = shipped.replace('mode = "always"', 'mode = "sometimes"')
+    (folder / "gift_cards.toml").write_text(broken.replace('name = "cancel_order"', 'name = "gift_cards"'))
+    line = broken.splitlines().index('mode = "sometimes"') + 1
+    monkeypatch.setenv("MEMDESK_PLAYBOOKS_DIR", str(folder))
+    monkeypatch.setenv("MEMDESK_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    assert main(["serve"]) == 1
+    error = capsys.readouterr().err
+    assert "MEMDESK_PLAYBOOKS_DIR" in error and f"gift_cards.toml, line {line}" in error and "sometimes" in error
