@@ -16,6 +16,7 @@ claims the conversation (``ownership``) and runs ``turn.AgentTurn`` while a turn
 - ``preparation``: what a turn does before the model: a handoff on request, playbooks, prefetched lookups.
 - ``playbook_turn``, ``playbook_actions``: playbooks in a turn (a waiting run resumed, or a matched one started), and
   what their steps do to the conversation.
+- ``turn_steps``: what a playbook uses of the turn it runs in.
 - ``prompt_echo``: a reply that repeats the prompt's own text is replaced.
 - ``handoff_request``: recognising a request for a person, in several languages.
 - ``fact_replies``: replies written from lookups for a model that cannot be trusted with facts.

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from datetime import date
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import anyio
 from sqlmodel import Session
@@ -26,11 +26,9 @@ from app.models.conclusions import ConclusionSource
 from app.tools import ToolResult
 from app.tools.references import DeclaresReferences
 from app.turns.citations import store_cited_reply
+from app.turns.turn_steps import TurnSteps
 from compression.messages import ChatMessage
 from compression.types import KeyDecision, KeyDecisionKind
-
-if TYPE_CHECKING:
-    from app.turns.preparation import TurnPreparation
 
 ORDER_FOCUS = "order"
 ORDER_ARGUMENT = "order_number"
@@ -39,7 +37,7 @@ ORDER_ARGUMENT = "order_number"
 class TurnPlaybookActions:
     def __init__(
         self,
-        preparation: TurnPreparation,
+        preparation: TurnSteps,
         session: Session,
         conversation: Conversation,
         customer: Customer,

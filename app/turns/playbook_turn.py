@@ -31,12 +31,11 @@ from app.playbooks.saved import SavedVersions
 from app.settings import Settings
 from app.tools.handoff import TransferToHumanTool
 from app.turns.playbook_actions import TurnPlaybookActions
+from app.turns.turn_steps import TurnSteps
 from compression.messages import ChatMessage
 
 if TYPE_CHECKING:
     from collections.abc import Callable
-
-    from app.turns.preparation import TurnPreparation
 
 
 @dataclass(frozen=True)
@@ -67,7 +66,7 @@ class PlaybookTurn:
 
     async def answer(
         self,
-        preparation: TurnPreparation,
+        preparation: TurnSteps,
         session: Session,
         conversation: Conversation,
         customer: Customer,
@@ -111,7 +110,7 @@ class PlaybookTurn:
         turn: Turn,
         actions: TurnPlaybookActions,
         session: Session,
-        preparation: TurnPreparation,
+        preparation: TurnSteps,
     ) -> bool:
         playbook = self.library.get(run.playbook)
         if playbook is None:  # removed since it asked: the answer is read afresh
@@ -136,7 +135,7 @@ class PlaybookTurn:
         return run
 
     @staticmethod
-    def _save(session: Session, run: PlaybookRun, preparation: TurnPreparation) -> None:
+    def _save(session: Session, run: PlaybookRun, preparation: TurnSteps) -> None:
         session.add(run)
         session.commit()
         preparation.metrics.playbook_runs.labels(playbook=run.playbook, status=run.status.value).inc()
