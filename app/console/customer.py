@@ -112,8 +112,30 @@ def _orders_now(db: Engine, tools: ToolRegistry, profile: CustomerProfile, actor
     if not isinstance(payload, dict) or "error" in payload:
         message = payload.get("error", {}).get("message") if isinstance(payload, dict) else None
         return OrdersView(problem=f"The order tool failed: {message or 'no details'}")
-    orders = [order for order in payload.get("orders", []) if isinstance(order, dict)]
+    orders = [
+        {**order, "items": items_line(order.get("items"))}
+        for order in payload.get("orders", [])
+        if isinstance(order, dict)
+    ]
     return OrdersView(orders=orders, total=int(payload.get("total_orders", len(orders))))
+
+
+def items_line(items: object) -> str:
+    """An order's items as one line: the demo shop's tool sends a summary, a shop's HTTP tool may send a list of
+    names or of ``{"name"|"product", "quantity"}`` objects."""
+    if isinstance(items, str):
+        return items
+    if not isinstance(items, list):
+        return ""
+    return ", ".join(filter(None, (_item_text(item) for item in items)))
+
+
+def _item_text(item: object) -> str:
+    if not isinstance(item, dict):
+        return str(item) if isinstance(item, str | int | float) else ""
+    name = next((value for key in ("name", "product", "sku") if isinstance(value := item.get(key), str)), "")
+    quantity = item.get("quantity")
+    return f"{quantity} × {name}" if isinstance(quantity, int) and name else str(name)
 
 
 async def load_orders(db: Engine, tools: ToolRegistry, profile: CustomerProfile, actor: str) -> OrdersView:

@@ -40,16 +40,18 @@ def hand_over(
     reason: str | None,
     customer_id: int,
     category: HandoffReason = HandoffReason.OTHER,
+    knowledge_gap: bool = True,
 ) -> None:
     """Put ``conversation`` in the people's queue (unless one has it already) with the note they read first, the
     audit event the console shows, and the handoff in its outcome under ``category``; the caller commits. The tool
-    and a turn past its deadline both hand over here."""
+    and a failed turn both hand over here. ``knowledge_gap`` False keeps the handoff out of the knowledge gaps
+    whatever its category."""
     assert conversation.id is not None
     previous = conversation.status
     if previous not in STATUSES_KEPT:
         conversation.status = ConversationStatus.NEEDS_HUMAN
         record_handoff(session, conversation.id, category)
-        if category not in NOT_KNOWLEDGE_GAPS:
+        if knowledge_gap and category not in NOT_KNOWLEDGE_GAPS:
             record_handoff_gap(session, conversation.id)
     conversation.updated_at = utc_now()
     session.add(conversation)

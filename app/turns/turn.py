@@ -52,7 +52,6 @@ from app.models import (
     MessageRole,
 )
 from app.models.outcomes import HandoffReason
-from app.outcomes.recording import record_handoff
 from app.playbooks.guidelines import Guidelines
 from app.playbooks.library import PlaybookLibrary
 from app.settings import Settings
@@ -92,6 +91,10 @@ DEADLINE_HANDOFF_REASON = "turn deadline"
 DEADLINE_HANDOFF_NOTE = (
     "The language model gave no reply within the turn deadline of {seconds:g} s (MEMDESK_TURN_DEADLINE_S). The "
     "customer got the fallback reply; their latest message above is still unanswered."
+)
+FAILURE_HANDOFF_NOTE = (
+    "The bot could not answer: {reason}. The customer got the fallback reply; their latest message above is still "
+    "unanswered."
 )
 HANDOFF_REPLY = "I've asked a member of our team to join this conversation. They will reply here shortly."
 
@@ -425,20 +428,21 @@ class AgentTurn:
         )
         if conversation.status != ConversationStatus.BOT:
             return
-        if failure.deadline_passed:  # a handoff with its note, as if the bot had asked for a person
-            hand_over(
-                session,
-                conversation,
-                actor=MessageAuthor.BOT.value,  # the audit actor of the bot's own handoffs
-                summary=DEADLINE_HANDOFF_NOTE.format(seconds=self.settings.turn_deadline_s),
-                reason=DEADLINE_HANDOFF_REASON,
-                customer_id=conversation.customer_id,
-                category=failure.category,
-            )
+        # A handoff with its note, as if the bot had asked for a person: the console's card says why.
+        if failure.deadline_passed:
+            note, reason = DEADLINE_HANDOFF_NOTE.format(seconds=self.settings.turn_deadline_s), DEADLINE_HANDOFF_REASON
         else:
-            conversation.status = ConversationStatus.NEEDS_HUMAN
-            session.add(conversation)
-            record_handoff(session, conversation_id, failure.category)
+            note, reason = FAILURE_HANDOFF_NOTE.format(reason=failure.reason), failure.category.value.replace("_", " ")
+        hand_over(
+            session,
+            conversation,
+            actor=MessageAuthor.BOT.value,  # the audit actor of the bot's own handoffs
+            summary=note,
+            reason=reason,
+            customer_id=conversation.customer_id,
+            category=failure.category,
+            knowledge_gap=False,  # the model or the desk failed; the knowledge may well hold the answer
+        )
         session.commit()
         self.broker.publish(conversation_id, "conversation.status", {"status": conversation.status.value})
 

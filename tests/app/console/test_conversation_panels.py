@@ -1,0 +1,68 @@
+"""What an agent reads beside a conversation: the customer's orders with their items, and a handoff card that says
+why the bot handed over, also when the bot did not choose to."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlmodel import select
+
+from app.console.customer import items_line
+from app.models import Order, OrderItem, Product, StaffRole
+from tests.support.console_support import console_app, signed_in
+from tests.support.live_app import LiveApp, add_customer_with_order
+from tests.support.scripted_llm import ScriptedLLMServer, ScriptedReply
+
+
+@pytest.fixture
+def console(tmp_path: Path, scripted_server: ScriptedLLMServer) -> Iterator[LiveApp]:
+    yield from console_app(tmp_path, scripted_server)
+
+
+def _with_item(live: LiveApp, number: str, product: str, quantity: int) -> None:
+    with live.db() as session:
+        order = session.exec(select(Order).where(Order.number == number)).one()
+        kettle = Product(sku=f"SKU-{number}", name=product, price_cents=2100)
+        session.add(kettle)
+        session.flush()
+        assert order.id is not None and kettle.id is not None
+        session.add(OrderItem(order_id=order.id, product_id=kettle.id, quantity=quantity, unit_price_cents=2100))
+        session.commit()
+
+
+def test_the_customer_panel_lists_each_order_with_its_items(
+    console: LiveApp, scripted_server: ScriptedLLMServer
+) -> None:
+    add_customer_with_order(console, external_id="shop-77", number="#W7000001")
+    _with_item(console, "#W7000001", "Glass kettle", 2)
+    scripted_server.enqueue("Happy to help.")
+    widget, customer = console.visitor("shop-77")
+    conversation = console.conversation(widget)
+    widget.post(f"/api/widget/conversations/{conversation}/messages", json={"content": "hello there"})
+    console.wait_for_reply(conversation)
+    page = signed_in(console, StaffRole.AGENT).get(f"/console/customers/{customer}/panel").text
+    assert "#W7000001" in page
+    assert "2 × Glass kettle" in page
+    assert "built-in method" not in page
+
+
+def test_items_from_a_shops_own_tool_read_as_one_line() -> None:
+    assert items_line("1 × Mug") == "1 × Mug"
+    assert items_line([{"name": "Mug", "quantity": 2}, {"product": "Lid"}, "Spoon"]) == "2 × Mug, Lid, Spoon"
+    assert items_line(None) == ""
+    assert items_line([{"quantity": 3}, {"name": {"nested": 1}}, 4]) == "4"
+
+
+def test_a_turn_whose_model_fails_leaves_a_handoff_card_that_says_why(
+    console: LiveApp, scripted_server: ScriptedLLMServer
+) -> None:
+    scripted_server.enqueue(ScriptedReply(text=None))  # neither text nor tool calls
+    widget, _ = console.visitor()
+    conversation = console.conversation(widget)
+    widget.post(f"/api/widget/conversations/{conversation}/messages", json={"content": "where is my order?"})
+    console.wait_for_reply(conversation)
+    page = signed_in(console, StaffRole.AGENT).get(f"/console/conversations/{conversation}").text
+    assert "The bot could not answer: LLM returned neither text nor tool calls." in page
+    assert "(model failure)" in page
