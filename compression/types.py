@@ -26,17 +26,23 @@ KeyDecisionKind = Literal["decision", "promise", "preference"]
 
 @dataclass(frozen=True)
 class Usage:
-    """Token counts reported by an LLM API for one request."""
+    """Token counts for one request: reported by the LLM API, or, ``estimated``, counted by the caller from the
+    texts because the API reported none."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    estimated: bool = False
 
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens)
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.estimated or other.estimated,
+        )
 
 
 @dataclass(frozen=True)

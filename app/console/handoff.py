@@ -179,6 +179,7 @@ def write_handoff_summary(
         fallback_used=draft.fallback_used,
         prompt_tokens=usage.prompt_tokens if usage else None,
         completion_tokens=usage.completion_tokens if usage else None,
+        usage_estimated=usage.estimated if usage else False,
         cost_usd=gateway.ledger.cost(draft.model, usage) if draft.model and usage else None,
         requested_by=requested_by,
     )

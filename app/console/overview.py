@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, time, timedelta
 
-from sqlalchemy import func, update
+from sqlalchemy import case, func, update
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col
 
@@ -55,6 +55,8 @@ class UsageRow:
     completion_tokens: int
     cost_usd: float | None
     cost_on_chat_model_usd: float | None = None
+    # Requests whose endpoint reported no usage: their tokens are memdesk's estimate from the texts.
+    estimated: int = 0
 
 
 @dataclass(frozen=True)
@@ -97,30 +99,36 @@ def period_figures(session: Session, label: str, since: datetime, outcomes: Outc
 def usage_rows(session: Session, gateway: LLMGateway) -> list[UsageRow]:
     ledger, chat_model = gateway.ledger, gateway.chat_model
     chat = session.execute(
-        sa_select(func.count(), func.sum(Message.prompt_tokens), func.sum(Message.completion_tokens)).where(
-            col(Message.prompt_tokens).is_not(None)
-        )
+        sa_select(
+            func.count(),
+            func.sum(Message.prompt_tokens),
+            func.sum(Message.completion_tokens),
+            func.sum(case((col(Message.usage_estimated), 1), else_=0)),
+        ).where(col(Message.prompt_tokens).is_not(None))
     ).one()
     rows = []
     if chat[0]:
         usage = Usage(int(chat[1] or 0), int(chat[2] or 0))
         rows.append(UsageRow(chat_model, "chat", int(chat[0]), usage.prompt_tokens, usage.completion_tokens,
-                             ledger.cost(chat_model, usage)))  # fmt: skip
-    for model_column, prompt, completion, cost, purpose in (
-        (Compaction.summary_model, Compaction.summary_prompt_tokens, Compaction.summary_completion_tokens,
-         Compaction.cost_usd, "summary (compaction)"),
-        (HandoffSummary.model, HandoffSummary.prompt_tokens, HandoffSummary.completion_tokens,
+                             ledger.cost(chat_model, usage), estimated=int(chat[3] or 0)))  # fmt: skip
+    for table, model_column, prompt, completion, cost, purpose in (
+        (Compaction, Compaction.summary_model, Compaction.summary_prompt_tokens,
+         Compaction.summary_completion_tokens, Compaction.cost_usd, "summary (compaction)"),
+        (HandoffSummary, HandoffSummary.model, HandoffSummary.prompt_tokens, HandoffSummary.completion_tokens,
          HandoffSummary.cost_usd, "summary (handoff)"),
     ):  # fmt: skip
+        estimated = func.sum(case((col(table.usage_estimated), 1), else_=0))
         grouped = session.execute(
-            sa_select(col(model_column), func.count(), func.sum(prompt), func.sum(completion), func.sum(cost))
+            sa_select(
+                col(model_column), func.count(), func.sum(prompt), func.sum(completion), func.sum(cost), estimated
+            )
             .where(col(model_column).is_not(None))
             .group_by(model_column)
         ).all()
-        for model, count, prompt_sum, completion_sum, cost_sum in grouped:
+        for model, count, prompt_sum, completion_sum, cost_sum, estimated_count in grouped:
             usage = Usage(int(prompt_sum or 0), int(completion_sum or 0))
             rows.append(UsageRow(model, purpose, int(count), usage.prompt_tokens, usage.completion_tokens,
-                                 cost_sum, ledger.cost(chat_model, usage)))  # fmt: skip
+                                 cost_sum, ledger.cost(chat_model, usage), int(estimated_count or 0)))  # fmt: skip
     return rows
 
 

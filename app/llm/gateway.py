@@ -8,7 +8,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Any, Self, cast
 
@@ -24,7 +24,7 @@ from app.llm.repetition import RepetitionGuard, ended_cleanly
 from app.llm.responses import ChatResponse, checked_completion, first_choice, response_from_completion, usage_of
 from app.llm.retries import DEFAULT_CONNECT_TIMEOUT_S, RETRIED_ERRORS, AttemptPlan
 from app.llm.streaming import StreamAssembler
-from app.llm.usage import Purpose, UsageLedger
+from app.llm.usage import Purpose, UsageLedger, estimated_text_usage, estimated_usage
 from app.settings import ModelPrice, Settings
 from compression.messages import ChatMessage
 from compression.types import Completion, Usage
@@ -177,6 +177,8 @@ class LLMGateway:
                 response = await self._chat_once(model, body, stream=stream, on_delta=on_delta, state=state)
             else:
                 response = await self._chat_within(deadline, model, body, stream=stream, on_delta=on_delta, state=state)
+        if response.usage is None:
+            response = replace(response, usage=estimated_usage(list(messages), [response.to_message()]))
         self._record(model, response.usage, response.model, response.request_id, "chat")
         return response
 
@@ -300,7 +302,7 @@ class LLMGateway:
                         time.sleep(wait)  # this call blocks by contract: it runs on a worker thread
             state.request_id = completion._request_id
             text = first_choice(completion).message.content or ""
-            usage = usage_of(completion.usage)
+            usage = usage_of(completion.usage) or estimated_text_usage(messages, text)
             answered_by = completion.model or model
         self._record(model, usage, answered_by, state.request_id, "summary")
         return Completion(text=text, model=answered_by, usage=usage)

@@ -13,11 +13,24 @@ from dataclasses import dataclass
 from typing import Literal
 
 from app.settings import ModelPrice
+from compression.messages import ChatMessage
+from compression.tokens import estimate_messages_tokens, estimate_text_tokens
 from compression.types import Usage
 
-__all__ = ["ModelUsage", "Purpose", "UsageLedger"]
+__all__ = ["ModelUsage", "Purpose", "UsageLedger", "estimated_usage"]
 
 Purpose = Literal["chat", "summary"]
+
+
+def estimated_usage(asked: list[ChatMessage], answer: list[ChatMessage]) -> Usage:
+    """Tokens counted from the texts, for an endpoint that reports no usage (llama.cpp's server with some models,
+    the embedded demo model): the compressor's own estimate, so that the console's usage and cost are not empty,
+    marked ``estimated`` wherever they are shown."""
+    return Usage(estimate_messages_tokens(asked), estimate_messages_tokens(answer), estimated=True)
+
+
+def estimated_text_usage(asked: list[ChatMessage], text: str) -> Usage:
+    return Usage(estimate_messages_tokens(asked), estimate_text_tokens(text), estimated=True)
 
 
 @dataclass(frozen=True)

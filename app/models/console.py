@@ -109,6 +109,8 @@ class HandoffSummary(SQLModel, table=True):
     fallback_used: bool = False
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    # The endpoint reported no usage: the counts are estimated.
+    usage_estimated: bool = Field(default=False, sa_column_kwargs={"server_default": sa.false()})
     cost_usd: float | None = None
     requested_by: int | None = Field(default=None, foreign_key="staff_members.id", ondelete="SET NULL")
     created_at: datetime = Field(default_factory=utc_now)

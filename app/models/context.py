@@ -62,6 +62,8 @@ class Compaction(SQLModel, table=True):
     tokens_after: int
     summary_prompt_tokens: int | None = None
     summary_completion_tokens: int | None = None
+    # The summary's endpoint reported no usage: its counts are estimated.
+    usage_estimated: bool = Field(default=False, sa_column_kwargs={"server_default": sa.false()})
     cost_usd: float | None = None
     fallback_used: bool = False
     trace_event: dict[str, Any] = Field(default_factory=dict, sa_type=json_type())

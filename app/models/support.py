@@ -166,6 +166,7 @@ class Message(MessageBase, table=True):
             "ix_messages_usage",
             "prompt_tokens",
             "completion_tokens",
+            "usage_estimated",
             sqlite_where=sa.text("prompt_tokens IS NOT NULL"),
             postgresql_where=sa.text("prompt_tokens IS NOT NULL"),
         ),
@@ -183,6 +184,8 @@ class Message(MessageBase, table=True):
     # Usage reported by the LLM API for the request that produced this (assistant) message.
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    # The endpoint reported no usage: the counts above are memdesk's estimate from the texts.
+    usage_estimated: bool = Field(default=False, sa_column_kwargs={"server_default": sa.false()})
     # What a compaction does with this message (reduced tool output, identifiers), done once when it is stored, so
     # that a process that did not see it arrive (a restart, another worker) does not do it again.
     compressor_index: dict[str, Any] | None = Field(default=None, sa_type=json_type(nullable=True))

@@ -209,6 +209,7 @@ def record_compaction(
         tokens_after=result.tokens_after,
         summary_prompt_tokens=usage.prompt_tokens if usage else None,
         summary_completion_tokens=usage.completion_tokens if usage else None,
+        usage_estimated=usage.estimated if usage else False,
         cost_usd=cost_usd,
         fallback_used=result.fallback_used,
         trace_event=result.events[0] if result.events else {},

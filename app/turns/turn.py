@@ -271,6 +271,7 @@ class AgentTurn:
             tool_calls=[dict(call.to_message_part()) for call in response.tool_calls] or None,
             prompt_tokens=response.usage.prompt_tokens if response.usage else None,
             completion_tokens=response.usage.completion_tokens if response.usage else None,
+            usage_estimated=response.usage.estimated if response.usage else False,
         )
         if response.tool_calls:
             return store_message(session, self.broker, conversation, message)

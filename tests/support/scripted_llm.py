@@ -108,7 +108,8 @@ class ScriptedUsage:
 class ScriptedReply:
     """What the server answers to one chat request.
 
-    ``usage=None`` reports an estimate (characters / 4); ``model=None`` echoes the request's model.
+    ``usage=None`` reports an estimate (characters / 4); ``reports_usage=False`` reports none at all, as some
+    servers do (no ``usage`` in the body, no usage chunk in a stream); ``model=None`` echoes the request's model.
     ``status`` other than 200 sends an OpenAI-style error body. ``delay_s`` waits before answering and
     ``chunk_delay_s`` between streamed events. ``headers`` are added to (or replace) the response headers.
     """
@@ -117,6 +118,7 @@ class ScriptedReply:
     tool_calls: tuple[ScriptedToolCall, ...] = ()
     finish_reason: FinishReason | None = None
     usage: ScriptedUsage | None = None
+    reports_usage: bool = True
     model: str | None = None
     status: int = HTTPStatus.OK
     error_message: str | None = None
@@ -309,7 +311,7 @@ def _completion_json(answer: _Answer) -> dict[str, Any]:
         "created": answer.created,
         "model": answer.model,
         "choices": [] if reply.fault is Fault.EMPTY_CHOICES else choices,
-        "usage": _usage_json(answer.usage),
+        "usage": _usage_json(answer.usage) if reply.reports_usage else None,
     }
 
 
@@ -489,7 +491,7 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.status != HTTPStatus.OK:
             self._send_json(reply.status, _error_json(reply.status, reply.error_message), headers)
         elif request.stream:
-            self._send_stream(answer, request.include_usage, headers)
+            self._send_stream(answer, request.include_usage and reply.reports_usage, headers)
         elif reply.fault is Fault.MALFORMED_JSON:
             self._send_bytes(HTTPStatus.OK, b'{"id": "chatcmpl-broken", "choices": [{"index": 0, ', headers)
         else:

@@ -100,3 +100,18 @@ def test_the_dashboard_shows_figures_usage_by_purpose_the_outbox_and_the_latest_
     with Session(console.services.db) as session:
         statuses = sorted(row.status for row in session.exec(select(Conclusion)).all())
     assert OutboxStatus.FAILED not in statuses
+
+
+def test_an_endpoint_that_reports_no_usage_gets_estimated_tokens_shown_as_estimated(
+    console: LiveApp, scripted_server: ScriptedLLMServer
+) -> None:
+    scripted_server.enqueue(ScriptedReply(text="Your parcel left the warehouse this morning.", reports_usage=False))
+    widget, _ = console.visitor()
+    conversation = console.conversation(widget)
+    widget.post(f"/api/widget/conversations/{conversation}/messages", json={"content": "where is my parcel?"})
+    reply = console.wait_for_reply(conversation)[-1]
+    assert reply.usage_estimated and reply.prompt_tokens and reply.completion_tokens
+    overview = signed_in(console, StaffRole.SUPERVISOR).get("/console/overview").text
+    assert "No LLM calls recorded yet" not in overview
+    assert "tokens estimated for 1 of 1: the endpoint reported no usage" in overview
+    assert f"<td>≈ {reply.prompt_tokens:,}</td><td>≈ {reply.completion_tokens:,}</td>" in overview

@@ -66,3 +66,27 @@ def test_a_turn_whose_model_fails_leaves_a_handoff_card_that_says_why(
     page = signed_in(console, StaffRole.AGENT).get(f"/console/conversations/{conversation}").text
     assert "The bot could not answer: LLM returned neither text nor tool calls." in page
     assert "(model failure)" in page
+
+
+def test_the_inbox_tells_a_conversation_the_bot_is_answering_from_a_customer_waiting_for_a_person(
+    console: LiveApp, scripted_server: ScriptedLLMServer
+) -> None:
+    scripted_server.enqueue(ScriptedReply(text="One moment.", delay_s=3.0))
+    widget, _ = console.visitor()
+    answering = console.conversation(widget)
+    widget.post(f"/api/widget/conversations/{answering}/messages", json={"content": "where is my order?"})
+    agent = signed_in(console, StaffRole.AGENT)
+    row = console.wait_for(lambda: _row_of(agent.get("/console").text, answering), what="the conversation in the inbox")
+    assert "bot answering" in row and 'class="waiting waiting--bot"' in row
+    console.wait_for_reply(answering)
+    other, _ = console.visitor()
+    handed = console.conversation(other)
+    other.post(f"/api/widget/conversations/{handed}/messages", json={"content": "talk to a human please"})
+    console.wait_for_reply(handed)
+    row = _row_of(agent.get("/console").text, handed)
+    assert row is not None and 'class="waiting"' in row and "bot answering" not in row
+
+
+def _row_of(page: str, conversation: str) -> str | None:
+    start = page.find(f'data-conversation="{conversation}"')
+    return page[start : page.find("</li>", start)] if start >= 0 else None

@@ -43,7 +43,7 @@ from app.models import (
     segment_title,
 )
 
-HEAD = "0022_playbooks"
+HEAD = "0023_estimated_usage"
 SessionDep = Annotated[Session, Depends(get_session)]
 ALL_TABLES = {
     "staff_members", "audit_events", "customers", "conversations", "messages", "context_segments", "compactions",
