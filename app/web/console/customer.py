@@ -1,8 +1,8 @@
 """The customer panel beside a conversation, and supervisors' memory changes.
 
-``GET /console/customers/{id}/panel`` renders profile, orders and memories (loaded after the page, so a slow
-memory store never delays the conversation). Memory changes need the supervisor role; each answers with the
-refreshed memory list.
+``GET /console/customers/{id}/panel`` renders profile, the customer's conversations, orders and memories (loaded
+after the page, so a slow memory store never delays the conversation). Memory changes need the supervisor role;
+each answers with the refreshed memory list.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from datetime import date
 from typing import Annotated, Any
 
 import anyio
-from fastapi import Form, Path, Request, status
+from fastapi import Form, Path, Query, Request, status
 from fastapi.responses import HTMLResponse
 from sqlalchemy import Engine
 from sqlmodel import Session, select
@@ -19,6 +19,7 @@ from sqlmodel import Session, select
 from app.console import memories
 from app.console.customer import CustomerProfile, load_memories, load_orders, load_profile
 from app.console.permissions import Permission, Staff
+from app.console.timeline import TimelineEntry, customer_timeline
 from app.customer_memory.service import MemoryService
 from app.models import Customer
 from app.web.console.common import ConsoleError, console_router, page
@@ -44,6 +45,13 @@ def _profile(db: Engine, ref: str) -> CustomerProfile:
         profile = load_profile(session, customer.id)
         session.commit()
     return profile
+
+
+def _timeline(db: Engine, customer_id: int, current: str | None) -> list[TimelineEntry]:
+    with Session(db) as session:
+        entries = customer_timeline(session, customer_id, current)
+        session.commit()
+    return entries
 
 
 def _date(value: str, label: str) -> date | None:
@@ -82,8 +90,10 @@ async def panel(
     memory: MemoryDep,
     staff: WorkerDep,
     today: ShopTodayDep,
+    current: Annotated[str | None, Query(max_length=MAX_ID_CHARS)] = None,
 ) -> Any:
     profile = await anyio.to_thread.run_sync(_profile, db, ref)
+    timeline = await anyio.to_thread.run_sync(_timeline, db, profile.id, current)
     orders = await load_orders(db, tools, profile, staff.actor)
     listed = await load_memories(memory, db, profile.id)
     return page(
@@ -91,6 +101,7 @@ async def panel(
         "_customer_panel.html",
         staff=staff,
         profile=profile,
+        timeline=timeline,
         orders=orders,
         memories=listed,
         today=today,

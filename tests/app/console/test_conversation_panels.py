@@ -90,3 +90,32 @@ def test_the_inbox_tells_a_conversation_the_bot_is_answering_from_a_customer_wai
 def _row_of(page: str, conversation: str) -> str | None:
     start = page.find(f'data-conversation="{conversation}"')
     return page[start : page.find("</li>", start)] if start >= 0 else None
+
+
+def test_the_customer_panel_links_the_customers_earlier_conversations_with_their_first_line_and_outcome(
+    console: LiveApp, scripted_server: ScriptedLLMServer
+) -> None:
+    widget, customer = console.visitor("shop-88")
+    conversations = []
+    for text in ("My kettle arrived with a dent", "Do you ship to Norway?", "Where is order #W123?"):
+        scripted_server.enqueue("Let me check.")
+        conversation = console.conversation(widget)
+        widget.post(f"/api/widget/conversations/{conversation}/messages", json={"content": text})
+        console.wait_for_reply(conversation)
+        conversations.append(conversation)
+    agent = signed_in(console, StaffRole.AGENT)
+    assert agent.post(f"/console/conversations/{conversations[0]}/close").status_code == 303
+    panel = agent.get(f"/console/customers/{customer}/panel", params={"current": conversations[2]}).text
+    for earlier in conversations[:2]:
+        assert f'href="/console/conversations/{earlier}"' in panel
+    assert f'href="/console/conversations/{conversations[2]}"' not in panel and "this conversation" in panel
+    assert panel.index("Where is order #W123?") < panel.index("Do you ship to Norway?")  # newest first
+    assert panel.index("Do you ship to Norway?") < panel.index("My kettle arrived with a dent")
+    closed = panel[panel.index("My kettle arrived") - 400 : panel.index("My kettle arrived")]
+    assert "resolved by the bot" in closed
+    stranger, _ = console.visitor("shop-99")
+    scripted_server.enqueue("Hello.")
+    theirs = console.conversation(stranger)
+    stranger.post(f"/api/widget/conversations/{theirs}/messages", json={"content": "a stranger's question"})
+    console.wait_for_reply(theirs)
+    assert "a stranger" not in agent.get(f"/console/customers/{customer}/panel").text
