@@ -7,6 +7,8 @@
  * - The inbox list reloads on an inbox event at most once per 300 ms, and htmx drops the events in between: a
  *   change that lands in that window (a new conversation handed off at once) would stay unseen until the next one.
  *   Once the events have been quiet for a moment, the list reloads once more ("inbox:settle").
+ * - In the composer, Enter sends the reply and Shift+Enter starts a new line, as in every chat tool; Enter that
+ *   confirms an input method's composition (Chinese, Japanese) is left to it.
  */
 (function () {
   "use strict";
@@ -44,6 +46,21 @@
         htmx.trigger(list, "inbox:settle");
       }
     }, INBOX_SETTLE_MS);
+  });
+
+  document.addEventListener("keydown", function (event) {
+    var field = event.target;
+    if (event.key !== "Enter" || event.shiftKey || event.isComposing || event.keyCode === 229) {
+      return;
+    }
+    if (!(field instanceof HTMLTextAreaElement) || field.id !== "composer-text") {
+      return;
+    }
+    event.preventDefault();
+    var send = field.form && field.form.querySelector('button[data-action="reply"]');
+    if (send && field.value.trim()) {
+      field.form.requestSubmit(send);
+    }
   });
 
   document.addEventListener("htmx:beforeRequest", function () {

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import shutil
 import socket
 import struct
@@ -20,9 +21,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlmodel import Session, col, select
 
+from app.console.staff import add_staff
+from app.models import Conversation, Message, StaffRole
+from tests.support.console_support import STAFF_PASSWORD
 from tests.support.live_app import LiveApp, run_live_app
-from tests.support.scripted_llm import RecordedRequest, ScriptedLLMServer, ScriptedReply, default_reply
+from tests.support.scripted_llm import (
+    RecordedRequest,
+    ScriptedLLMServer,
+    ScriptedReply,
+    ScriptedToolCall,
+    default_reply,
+)
 from tests.support.settings import app_settings
 
 CHROMIUM_PATH = Path("/usr/bin/chromium")
@@ -306,3 +317,91 @@ def visit(browser: Any, proxy: FlakyProxy, artifacts: Path) -> Iterator[Callable
     proxy.up()
     for context in contexts:
         context.close()
+
+
+class StaffBrowser:
+    """One staff member's browser context on the console; records dialogs, script errors and what the
+    Content-Security-Policy refused."""
+
+    def __init__(self, browser: Any, live: LiveApp, artifacts: Path, *, viewport: dict[str, int] = DESKTOP) -> None:
+        phone = viewport["width"] < DESKTOP["width"] // 2
+        self.context = browser.new_context(viewport=viewport, is_mobile=phone, has_touch=phone)
+        self.page = self.context.new_page()
+        self.page.set_default_timeout(UI_TIMEOUT_MS)
+        self.base = live.url
+        self.artifacts = artifacts
+        self.dialogs: list[str] = []
+        self.errors: list[str] = []
+        self.page.on("dialog", lambda dialog: (self.dialogs.append(dialog.message), dialog.dismiss()))
+        self.page.on("pageerror", lambda error: self.errors.append(str(error)))
+        self.csp_violations: list[str] = []  # what the browser refused under the pages' Content-Security-Policy
+        self.page.on("console", self._on_console)
+
+    def _on_console(self, message: Any) -> None:
+        if "Content Security Policy" in message.text:
+            self.csp_violations.append(message.text)
+
+    def sign_in(self, email: str, password: str = STAFF_PASSWORD) -> None:
+        self.page.goto(f"{self.base}/console/login")
+        self.page.fill("input[name=email]", email)
+        self.page.fill("input[name=password]", password)
+        self.page.click("button[type=submit]")
+
+    def screenshot(self, name: str, *, full_page: bool = False) -> Path:
+        path = self.artifacts / f"{name}.png"
+        self.page.screenshot(path=str(path), full_page=full_page)
+        print(f"screenshot: {path}")
+        return path
+
+    def close(self) -> None:
+        self.context.close()
+
+
+@pytest.fixture(scope="module")
+def staff(live: LiveApp) -> dict[str, str]:
+    members = {
+        "agent": ("sam@example.com", "Sam Rivera", StaffRole.AGENT),
+        "agent2": ("kim@example.com", "Kim Lee", StaffRole.AGENT),
+        "supervisor": ("sue@example.com", "Sue Park", StaffRole.SUPERVISOR),
+    }
+    with Session(live.services.db) as session:
+        for email, name, role in members.values():
+            add_staff(session, email=email, name=name, role=role, password=STAFF_PASSWORD)
+    return {key: email for key, (email, _, _) in members.items()}
+
+
+@pytest.fixture
+def console(browser: Any, live: LiveApp, artifacts: Path) -> Iterator[Callable[..., StaffBrowser]]:
+    opened: list[StaffBrowser] = []
+
+    def make(**options: Any) -> StaffBrowser:
+        member = StaffBrowser(browser, live, artifacts, **options)
+        opened.append(member)
+        return member
+
+    yield make
+    for member in opened:
+        member.close()
+
+
+def hand_off(replies: Replies, customer: Visitor, text: str, marker: str) -> None:
+    transfer = ScriptedToolCall("transfer_to_human", json.dumps({"summary": "The kettle arrived broken."}))
+    replies.on(marker, ScriptedReply.with_tool_calls(transfer))
+    customer.goto()
+    customer.open()
+    customer.send(f"{text} {marker}")
+
+
+def conversation_with(live: LiveApp, marker: str) -> str:
+    """The public id of the conversation where the customer wrote ``marker`` (once it is stored)."""
+
+    def probe() -> str | None:
+        with Session(live.services.db) as session:
+            found = session.exec(
+                select(Conversation.public_id)
+                .join(Message, col(Message.conversation_id) == col(Conversation.id))
+                .where(col(Message.content).contains(marker))
+            ).first()
+            return found
+
+    return live.wait_for(probe, what=f"a conversation with {marker}")

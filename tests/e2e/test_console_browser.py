@@ -7,24 +7,31 @@ Screenshots of the login page, the inbox and a conversation at desktop and phone
 from __future__ import annotations
 
 import importlib.util
-import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy import update
-from sqlmodel import Session, col, select
+from sqlmodel import Session, col
 
-from app.console.staff import add_staff
-from app.models import Conversation, ConversationStatus, Message, StaffRole, StaffSession, utc_now
-from tests.e2e.conftest import CHROMIUM_PATH, DESKTOP, PHONE, UI_TIMEOUT_MS, Replies, Visitor, publish_event
+from app.models import Conversation, ConversationStatus, StaffSession, utc_now
+from tests.e2e.conftest import (
+    CHROMIUM_PATH,
+    DESKTOP,
+    PHONE,
+    Replies,
+    StaffBrowser,
+    Visitor,
+    conversation_with,
+    hand_off,
+    publish_event,
+)
 from tests.support.console_data import seed_conversation
-from tests.support.console_support import STAFF_PASSWORD
 from tests.support.live_app import LiveApp
-from tests.support.scripted_llm import ScriptedReply, ScriptedToolCall
+from tests.support.scripted_llm import ScriptedReply
 
 pytestmark = [
     pytest.mark.skipif(not CHROMIUM_PATH.exists(), reason=f"{CHROMIUM_PATH} is missing: apt-get install chromium"),
@@ -37,87 +44,6 @@ Visit = Callable[..., Visitor]
 NOTE = "PRIVATE-NOTE: offer the 10% voucher only if they ask twice"
 XSS_TEXT = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>'
 README_SHOTS = Path(__file__).resolve().parent / "readme"
-
-
-class StaffBrowser:
-    """One staff member's browser context on the console; records dialogs and script errors."""
-
-    def __init__(self, browser: Any, live: LiveApp, artifacts: Path, *, viewport: dict[str, int] = DESKTOP) -> None:
-        phone = viewport["width"] < DESKTOP["width"] // 2
-        self.context = browser.new_context(viewport=viewport, is_mobile=phone, has_touch=phone)
-        self.page = self.context.new_page()
-        self.page.set_default_timeout(UI_TIMEOUT_MS)
-        self.base = live.url
-        self.artifacts = artifacts
-        self.dialogs: list[str] = []
-        self.errors: list[str] = []
-        self.page.on("dialog", lambda dialog: (self.dialogs.append(dialog.message), dialog.dismiss()))
-        self.page.on("pageerror", lambda error: self.errors.append(str(error)))
-
-    def sign_in(self, email: str, password: str = STAFF_PASSWORD) -> None:
-        self.page.goto(f"{self.base}/console/login")
-        self.page.fill("input[name=email]", email)
-        self.page.fill("input[name=password]", password)
-        self.page.click("button[type=submit]")
-
-    def screenshot(self, name: str, *, full_page: bool = False) -> Path:
-        path = self.artifacts / f"{name}.png"
-        self.page.screenshot(path=str(path), full_page=full_page)
-        print(f"screenshot: {path}")
-        return path
-
-    def close(self) -> None:
-        self.context.close()
-
-
-@pytest.fixture(scope="module")
-def staff(live: LiveApp) -> dict[str, str]:
-    members = {
-        "agent": ("sam@example.com", "Sam Rivera", StaffRole.AGENT),
-        "agent2": ("kim@example.com", "Kim Lee", StaffRole.AGENT),
-        "supervisor": ("sue@example.com", "Sue Park", StaffRole.SUPERVISOR),
-    }
-    with Session(live.services.db) as session:
-        for email, name, role in members.values():
-            add_staff(session, email=email, name=name, role=role, password=STAFF_PASSWORD)
-    return {key: email for key, (email, _, _) in members.items()}
-
-
-@pytest.fixture
-def console(browser: Any, live: LiveApp, artifacts: Path) -> Iterator[Callable[..., StaffBrowser]]:
-    opened: list[StaffBrowser] = []
-
-    def make(**options: Any) -> StaffBrowser:
-        member = StaffBrowser(browser, live, artifacts, **options)
-        opened.append(member)
-        return member
-
-    yield make
-    for member in opened:
-        member.close()
-
-
-def _hand_off(replies: Replies, customer: Visitor, text: str, marker: str) -> None:
-    transfer = ScriptedToolCall("transfer_to_human", json.dumps({"summary": "The kettle arrived broken."}))
-    replies.on(marker, ScriptedReply.with_tool_calls(transfer))
-    customer.goto()
-    customer.open()
-    customer.send(f"{text} {marker}")
-
-
-def _conversation_with(live: LiveApp, marker: str) -> str:
-    """The public id of the conversation where the customer wrote ``marker`` (once it is stored)."""
-
-    def probe() -> str | None:
-        with Session(live.services.db) as session:
-            found = session.exec(
-                select(Conversation.public_id)
-                .join(Message, col(Message.conversation_id) == col(Conversation.id))
-                .where(col(Message.content).contains(marker))
-            ).first()
-            return found
-
-    return live.wait_for(probe, what=f"a conversation with {marker}")
 
 
 def _row(member: StaffBrowser, public_id: str) -> Any:
@@ -133,8 +59,8 @@ def test_a_staff_member_sees_a_new_conversation_live_takes_over_and_replies_and_
     before = sam.page.locator("#inbox-list .row").count()
 
     customer = visit()
-    _hand_off(replies, customer, "My kettle arrived broken, please escalate this.", "MARK-E2E-1")
-    row = _row(sam, _conversation_with(live, "MARK-E2E-1"))
+    hand_off(replies, customer, "My kettle arrived broken, please escalate this.", "MARK-E2E-1")
+    row = _row(sam, conversation_with(live, "MARK-E2E-1"))
     row.wait_for(state="visible", timeout=5_000)  # no reload: the inbox stream brought it
     assert sam.page.locator("#inbox-list .row").count() == before + 1
     row.locator(".status--needs_human").wait_for()  # then moved on by itself once the bot handed off
@@ -219,8 +145,8 @@ def test_two_staff_members_see_each_others_actions_and_cannot_both_take_over(
     visit: Visit, console: Callable[..., StaffBrowser], staff: dict[str, str], replies: Replies, live: LiveApp
 ) -> None:
     customer = visit()
-    _hand_off(replies, customer, "Second customer needs help.", "MARK-E2E-2")
-    public_id = _conversation_with(live, "MARK-E2E-2")
+    hand_off(replies, customer, "Second customer needs help.", "MARK-E2E-2")
+    public_id = conversation_with(live, "MARK-E2E-2")
     sam, kim = console(), console()
     for member, email in ((sam, staff["agent"]), (kim, staff["agent2"])):
         member.sign_in(email)
@@ -254,7 +180,7 @@ def test_customer_payloads_stay_inert_in_the_console_and_phone_sizes_work(
     sue.sign_in(staff["supervisor"])
     sue.page.wait_for_url("**/console")
     sue.screenshot("console-inbox-phone", full_page=True)
-    for row in (_row(sue, _conversation_with(live, "MARK-E2E-XSS")), sue.page.locator("#inbox-list .row").first):
+    for row in (_row(sue, conversation_with(live, "MARK-E2E-XSS")), sue.page.locator("#inbox-list .row").first):
         row.locator("a").click()
         sue.page.locator("#customer-panel .profile").wait_for()
         assert sue.page.evaluate("window.__pwned") is None

@@ -24,8 +24,7 @@ from app.console.staff import add_staff
 from app.customer_memory.ids import memory_customer_id
 from app.models import Conclusion, OutboxStatus, StaffRole
 from memory.conclusions import MemoryItem
-from tests.e2e.conftest import CHROMIUM_PATH, DESKTOP, PHONE
-from tests.e2e.test_console_browser import StaffBrowser
+from tests.e2e.conftest import CHROMIUM_PATH, DESKTOP, PHONE, StaffBrowser
 from tests.support.citations import cite_latest_support_turn
 from tests.support.console_support import STAFF_PASSWORD, console_settings
 from tests.support.live_app import LiveApp, run_live_app

@@ -13,8 +13,7 @@ from sqlmodel import Session
 
 from app.console.staff import add_staff
 from app.models import StaffRole
-from tests.e2e.conftest import CHROMIUM_PATH, PHONE
-from tests.e2e.test_console_browser import StaffBrowser
+from tests.e2e.conftest import CHROMIUM_PATH, PHONE, StaffBrowser
 from tests.support.console_support import STAFF_PASSWORD, console_settings
 from tests.support.live_app import LiveApp, run_live_app
 from tests.support.scripted_llm import ScriptedLLMServer

@@ -16,8 +16,7 @@ from sqlmodel import Session
 from app.console.staff import add_staff
 from app.models import StaffRole
 from app.web.deps import shop_today
-from tests.e2e.conftest import CHROMIUM_PATH
-from tests.e2e.test_console_browser import StaffBrowser
+from tests.e2e.conftest import CHROMIUM_PATH, StaffBrowser
 from tests.support.console_support import STAFF_PASSWORD, console_settings
 from tests.support.live_app import LiveApp, run_live_app
 from tests.support.promises import deliver_promises, queue_promise

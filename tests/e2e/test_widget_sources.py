@@ -16,8 +16,7 @@ from sqlmodel import Session, select
 from app.console.staff import add_staff
 from app.knowledge.importer import import_documents
 from app.models import KnowledgeDocument, MessageSource, StaffRole
-from tests.e2e.conftest import CHROMIUM_PATH, PHONE, Visitor
-from tests.e2e.test_console_browser import StaffBrowser
+from tests.e2e.conftest import CHROMIUM_PATH, PHONE, StaffBrowser, Visitor
 from tests.e2e.test_widget_browser import Visit
 from tests.support.console_support import STAFF_PASSWORD, console_settings
 from tests.support.knowledge import article

@@ -1,0 +1,85 @@
+"""An agent's working day in the console, in headless Chromium: answering from the keyboard (Enter sends,
+Shift+Enter starts a line), the customer's conversations beside the one on screen, and pages the browser runs
+without a Content-Security-Policy refusal. Screenshots at desktop and phone sizes go to tests/e2e/artifacts/."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable
+
+import pytest
+
+from tests.e2e.conftest import CHROMIUM_PATH, PHONE, Replies, StaffBrowser, Visitor, conversation_with, hand_off
+from tests.support.live_app import LiveApp
+
+pytestmark = [
+    pytest.mark.skipif(not CHROMIUM_PATH.exists(), reason=f"{CHROMIUM_PATH} is missing: apt-get install chromium"),
+    pytest.mark.skipif(
+        importlib.util.find_spec("playwright") is None, reason="playwright is missing: pip install playwright"
+    ),
+]
+
+Visit = Callable[..., Visitor]
+PAGES = (
+    "/console",
+    "/console/overview",
+    "/console/promises",
+    "/console/knowledge",
+    "/console/knowledge/gaps",
+    "/console/playbooks",
+    "/console/playbooks/guidelines",
+    "/console/evals",
+)
+
+
+def test_an_agent_answers_from_the_keyboard_and_the_customer_sees_the_reply(
+    visit: Visit, console: Callable[..., StaffBrowser], staff: dict[str, str], replies: Replies, live: LiveApp
+) -> None:
+    sam = console()
+    sam.sign_in(staff["agent"])
+    sam.page.wait_for_url("**/console")
+    customer = visit()
+    hand_off(replies, customer, "My parcel is two weeks late, please escalate.", "MARK-WD-1")
+    conversation = conversation_with(live, "MARK-WD-1")
+    sam.page.goto(f"{live.url}/console/conversations/{conversation}")
+    sam.page.click("button[data-action=take-over]")
+    sam.page.locator("#state [data-status=human]").wait_for()
+
+    box = sam.page.locator("#composer-text")
+    box.press("Enter")  # nothing typed: nothing sent
+    box.type("Sorry about the wait.")
+    box.press("Shift+Enter")
+    box.type("A new parcel leaves today.")
+    assert box.input_value() == "Sorry about the wait.\nA new parcel leaves today."
+    box.press("Enter")
+    customer.widget(".msg").filter(has_text="A new parcel leaves today.").wait_for(state="visible")
+    sent = sam.page.locator("#transcript .msg--staff", has_text="A new parcel leaves today.")
+    sent.wait_for()
+    assert "Sorry about the wait." in sent.inner_text()
+    assert sam.page.locator("#composer-text").input_value() == ""
+    assert sam.page.locator("#transcript .msg--staff").count() == 1
+
+    sam.page.locator("#customer-panel .timeline__current").wait_for()
+    assert "this conversation" in sam.page.locator("#customer-panel .timeline").inner_text()
+    sam.screenshot("console-working-day-desktop", full_page=True)
+    assert not sam.errors and not customer.errors and not sam.csp_violations
+
+
+def test_the_console_pages_run_without_a_content_security_policy_refusal_at_desktop_and_phone_sizes(
+    visit: Visit, console: Callable[..., StaffBrowser], staff: dict[str, str], replies: Replies, live: LiveApp
+) -> None:
+    customer = visit()
+    hand_off(replies, customer, "The lid of my kettle is missing, escalate.", "MARK-WD-2")
+    conversation = conversation_with(live, "MARK-WD-2")
+    for name, member in (("desktop", console()), ("phone", console(viewport=PHONE))):
+        member.sign_in(staff["supervisor"])
+        member.page.wait_for_url("**/console")
+        for path in (*PAGES, f"/console/conversations/{conversation}"):
+            member.page.goto(f"{live.url}{path}")
+            member.page.wait_for_load_state("networkidle")
+        member.page.locator("#customer-panel .timeline").wait_for()
+        card = member.page.locator(".handoff").bounding_box()
+        assert card is not None and card["height"] < PHONE["height"] / 2  # no summary yet: the note and a button
+        member.screenshot(f"console-conversation-panel-{name}", full_page=True)
+        assert member.csp_violations == [], member.csp_violations
+        assert not member.errors
