@@ -41,6 +41,7 @@ from app.web.console import knowledge_import as console_knowledge_import
 from app.web.console import overview as console_overview
 from app.web.console import playbooks as console_playbooks
 from app.web.console import promises as console_promises
+from app.web.console import settings as console_settings
 from app.web.event_streams import END_STREAMS
 from app.web.input import validation_error_response
 from app.web.limits import RequestLimits
@@ -99,6 +100,7 @@ def create_app(
         console_customer,
         console_overview,
         console_promises,
+        console_settings,
     ):
         app.include_router(console_router.router)
     app.include_router(console_admin.router)

@@ -136,7 +136,16 @@ def load_session(
         session.add(row)
     session.commit()
     assert member.id is not None and row.id is not None
-    return Staff(member.id, member.name, member.email, member.role, row.id, row.csrf_token)
+    return Staff(
+        member.id,
+        member.name,
+        member.email,
+        member.role,
+        row.id,
+        row.csrf_token,
+        notify_desktop=member.notify_desktop,
+        notify_sound=member.notify_sound,
+    )
 
 
 # --- throttling ---------------------------------------------------------------------------------------------------

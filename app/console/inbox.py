@@ -187,7 +187,7 @@ def status_counts(session: Session, staff_id: int, *, mine: bool = False) -> dic
     return counts
 
 
-def _preview(text: str | None) -> str:
+def preview_line(text: str | None) -> str:
     flat = " ".join((text or "").split())
     return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"
 
@@ -227,7 +227,7 @@ def _row(row: Any, messages: dict[int, Any]) -> InboxRow:
         customer_name=row.name,
         customer_verified=row.external_id is not None,
         assignee=row.assignee,
-        preview=_preview(last.content if last else None),
+        preview=preview_line(last.content if last else None),
         preview_author=MessageAuthor(last.author) if last else None,
         preview_private=bool(last.private) if last else False,
         last_activity_at=last.created_at if last else row.updated_at,

@@ -57,6 +57,8 @@ class Staff:
     role: StaffRole
     session_id: int
     csrf_token: str
+    notify_desktop: bool = False
+    notify_sound: bool = False
 
     @property
     def actor(self) -> str:

@@ -54,6 +54,10 @@ class StaffMember(StaffMemberBase, table=True):
     id: int | None = Field(default=None, primary_key=True)
     password_hash: str = Field(max_length=PASSWORD_HASH_LENGTH)
     created_at: datetime = Field(default_factory=utc_now)
+    # How the console tells this member that a customer waits: a browser notification, a sound (the unread count
+    # in the tab title and icon is always on).
+    notify_desktop: bool = Field(default=False, sa_column_kwargs={"server_default": sa.false()})
+    notify_sound: bool = Field(default=False, sa_column_kwargs={"server_default": sa.false()})
 
 
 class AuditEvent(SQLModel, table=True):

@@ -145,6 +145,7 @@ def front_door(settings: SettingsDep) -> Response:
 
 
 @router.get("/favicon.ico", include_in_schema=False)
+@router.get("/favicon.svg", include_in_schema=False)
 def favicon() -> FileResponse:
     return FileResponse(str(files("app").joinpath("static", FAVICON)), media_type="image/svg+xml")
 

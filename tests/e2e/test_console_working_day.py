@@ -5,6 +5,7 @@ without a Content-Security-Policy refusal. Screenshots at desktop and phone size
 from __future__ import annotations
 
 import importlib.util
+import time
 from collections.abc import Callable
 
 import pytest
@@ -83,3 +84,65 @@ def test_the_console_pages_run_without_a_content_security_policy_refusal_at_desk
         member.screenshot(f"console-conversation-panel-{name}", full_page=True)
         assert member.csp_violations == [], member.csp_violations
         assert not member.errors
+
+
+# Records each browser notification the page shows, then shows it as the page asked.
+NOTIFICATION_SPY = """
+window.__notified = [];
+if (window.Notification) {
+  const Shown = window.Notification;
+  const Spy = function (title, options) {
+    window.__notified.push({ title, body: options && options.body });
+    return new Shown(title, options);
+  };
+  Object.defineProperty(Spy, "permission", { get: () => Shown.permission });
+  Spy.requestPermission = (...args) => Shown.requestPermission(...args);
+  window.Notification = Spy;
+}
+"""
+WAITING_COUNT = "fetch('/console/attention').then((r) => r.json()).then((found) => found.count)"
+
+
+def test_a_handoff_on_another_page_raises_the_tab_count_and_shows_a_notification(
+    visit: Visit, console: Callable[..., StaffBrowser], staff: dict[str, str], replies: Replies, live: LiveApp
+) -> None:
+    kim = console()
+    kim.context.grant_permissions(["notifications"], origin=live.url)
+    kim.context.add_init_script(NOTIFICATION_SPY)
+    kim.sign_in(staff["agent2"])
+    kim.page.wait_for_url("**/console")
+    kim.page.goto(f"{live.url}/console/settings")
+    kim.page.check("#notify-desktop")
+    kim.page.click("button[type=submit].primary")
+    kim.page.wait_for_url("**/console/settings?saved=1")
+    kim.page.goto(f"{live.url}/console/overview")
+    kim.page.wait_for_load_state("networkidle")
+    before = kim.page.evaluate(WAITING_COUNT)
+
+    customer = visit()
+    hand_off(replies, customer, "The kettle I got is the wrong colour, escalate please.", "MARK-WD-3")
+    conversation = conversation_with(live, "MARK-WD-3")
+    _until(kim, f"document.title.startsWith('({before + 1}) ')")
+    _until(kim, "window.__notified.length === 1")
+    shown = kim.page.evaluate("window.__notified[0]")
+    assert shown["title"] == "visitor needs a person"
+    assert "wrong colour" in shown["body"]
+    _until(kim, """document.querySelector('link[rel="icon"]').href.startsWith("data:image/png")""")
+    kim.screenshot("console-attention-overview-desktop")
+
+    kim.page.goto(f"{live.url}/console/conversations/{conversation}")
+    kim.page.click("button[data-action=take-over]")
+    kim.page.locator("#state [data-status=human]").wait_for()
+    kim.page.goto(f"{live.url}/console/overview")
+    _until(kim, f"!document.title.startsWith('({before + 1}) ')")
+    assert kim.page.evaluate("window.__notified.length") == 0  # a new page: nothing new to announce
+    assert not kim.errors and not kim.csp_violations
+
+
+def _until(member: StaffBrowser, expression: str, timeout_s: float = 10.0) -> None:
+    """Polls ``expression`` in the page (``wait_for_function`` evaluates with ``eval``, which the pages' CSP
+    refuses)."""
+    deadline = time.monotonic() + timeout_s
+    while not member.page.evaluate(expression):
+        assert time.monotonic() < deadline, f"still false after {timeout_s} s: {expression}"
+        time.sleep(0.1)

@@ -43,7 +43,7 @@ from app.models import (
     segment_title,
 )
 
-HEAD = "0023_estimated_usage"
+HEAD = "0024_staff_notifications"
 SessionDep = Annotated[Session, Depends(get_session)]
 ALL_TABLES = {
     "staff_members", "audit_events", "customers", "conversations", "messages", "context_segments", "compactions",
