@@ -30,6 +30,7 @@ from app.turns.recall import MemorySection
 from app.web import admin_api, errors, ops, widget_api, widget_pages, widget_ratings
 from app.web.console import admin as console_admin
 from app.web.console import auth as console_auth
+from app.web.console import canned as console_canned
 from app.web.console import common as console_common
 from app.web.console import conversation as console_conversation
 from app.web.console import customer as console_customer
@@ -101,6 +102,7 @@ def create_app(
         console_overview,
         console_promises,
         console_settings,
+        console_canned,
     ):
         app.include_router(console_router.router)
     app.include_router(console_admin.router)

@@ -24,6 +24,7 @@ class Permission(StrEnum):
     RETRY_OUTBOX = "retry_outbox"
     MANAGE_KNOWLEDGE = "manage_knowledge"
     MANAGE_PLAYBOOKS = "manage_playbooks"
+    MANAGE_CANNED_REPLIES = "manage_canned_replies"  # the team's; every member keeps their own
     MANAGE_STAFF = "manage_staff"
     EXPORT_ERASE = "export_erase"
 
@@ -38,6 +39,7 @@ _SUPERVISOR = _AGENT | {
     Permission.RETRY_OUTBOX,
     Permission.MANAGE_KNOWLEDGE,
     Permission.MANAGE_PLAYBOOKS,
+    Permission.MANAGE_CANNED_REPLIES,
 }
 _ADMIN = _SUPERVISOR | {Permission.MANAGE_STAFF, Permission.EXPORT_ERASE}
 ROLE_PERMISSIONS: dict[StaffRole, frozenset[Permission]] = {

@@ -20,6 +20,7 @@ from app.models.base import DEFAULT_CURRENCY, NAMING_CONVENTION, utc_now
 from app.models.conclusions import Conclusion, ConclusionKind, ConclusionSource, OutboxStatus
 from app.models.console import (
     AuditEvent,
+    CannedReply,
     ConversationRead,
     HandoffSummary,
     LoginThrottle,
@@ -70,6 +71,7 @@ __all__ = [
     "DEFAULT_CURRENCY",
     "NAMING_CONVENTION",
     "AuditEvent",
+    "CannedReply",
     "Compaction",
     "Conclusion",
     "ConclusionKind",

@@ -12,6 +12,7 @@ Staff sign-in state lives here too:
 - ``LoginThrottle``: failed sign-ins per key (an email or a client address) within a window, and a lock time.
 - ``ConversationRead``: how far each staff member has read each conversation (the inbox's unread counts).
 - ``HandoffSummary``: a summary written on demand for the staff member who picks a conversation up.
+- ``CannedReply``: a saved answer staff insert with ``/`` in the composer: the team's, or one member's own.
 """
 
 from __future__ import annotations
@@ -118,3 +119,20 @@ class HandoffSummary(SQLModel, table=True):
     cost_usd: float | None = None
     requested_by: int | None = Field(default=None, foreign_key="staff_members.id", ondelete="SET NULL")
     created_at: datetime = Field(default_factory=utc_now)
+
+
+CANNED_SHORTCUT_LENGTH = 32
+CANNED_BODY_LENGTH = 4000
+
+
+class CannedReply(SQLModel, table=True):
+    __tablename__ = "canned_replies"
+
+    id: int | None = Field(default=None, primary_key=True)
+    shortcut: str = Field(max_length=CANNED_SHORTCUT_LENGTH, index=True)
+    body: str = Field(sa_type=sa.Text)
+    # None: the team's (supervisors keep them); else one member's own.
+    owner_staff_id: int | None = Field(default=None, foreign_key="staff_members.id", index=True, ondelete="CASCADE")
+    created_by: int | None = Field(default=None, foreign_key="staff_members.id", ondelete="SET NULL")
+    created_at: datetime = Field(default_factory=utc_now)
+    updated_at: datetime = Field(default_factory=utc_now)

@@ -12,6 +12,7 @@
 - ``knowledge_import``: supervisors' imports of pasted URLs and uploaded files, and a URL source's re-import.
 - ``knowledge_gaps``: the content gaps, grouped, and their dismissal or coverage.
 - ``evals``: the saved evaluation runs and their results (supervisors).
+- ``canned``: canned replies, the team's and each member's own, and the composer's suggestions.
 - ``settings``: each staff member's notification settings, and what needs them now (``/console/attention``).
 - ``playbooks``: the playbooks, their modes and runs, and the editor of their text (supervisors).
 """
