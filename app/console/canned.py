@@ -58,9 +58,13 @@ def check(shortcut: str, body: str) -> tuple[str, str]:
     return shortcut, body
 
 
+# A guest has no name: "Hi there," reads better than "Hi ,".
+FALLBACKS = {"customer.first_name": "there", "customer.name": "there"}
+
+
 def fill(body: str, values: Mapping[str, str]) -> str:
-    """``body`` with each field replaced by its value (empty when the conversation has none)."""
-    return _PLACEHOLDER.sub(lambda match: values.get(match.group(1), ""), body)
+    """``body`` with each field replaced by its value (its fallback, or empty, when the conversation has none)."""
+    return _PLACEHOLDER.sub(lambda match: values.get(match.group(1)) or FALLBACKS.get(match.group(1), ""), body)
 
 
 def field_values(session: Session, conversation_id: int | None, staff: Staff) -> dict[str, str]:

@@ -339,7 +339,8 @@ class StaffBrowser:
 
     def _on_console(self, message: Any) -> None:
         if "Content Security Policy" in message.text:
-            self.csp_violations.append(message.text)
+            where = message.location or {}
+            self.csp_violations.append(f"{message.text} ({where.get('url')}:{where.get('lineNumber')})")
 
     def sign_in(self, email: str, password: str = STAFF_PASSWORD) -> None:
         self.page.goto(f"{self.base}/console/login")

@@ -146,3 +146,41 @@ def _until(member: StaffBrowser, expression: str, timeout_s: float = 10.0) -> No
     while not member.page.evaluate(expression):
         assert time.monotonic() < deadline, f"still false after {timeout_s} s: {expression}"
         time.sleep(0.1)
+
+
+def test_an_agent_answers_with_a_canned_reply_by_keyboard_alone(
+    visit: Visit, console: Callable[..., StaffBrowser], staff: dict[str, str], replies: Replies, live: LiveApp
+) -> None:
+    sue = console()
+    sue.sign_in(staff["supervisor"])
+    sue.page.wait_for_url("**/console")
+    sue.page.goto(f"{live.url}/console/canned")
+    sue.page.fill("#canned-shortcut", "late-parcel")
+    sue.page.fill(
+        "#canned-body", "Hi {{ customer.first_name }}, {{ agent.first_name }} here. A new parcel leaves today."
+    )
+    sue.page.check("input[name=scope][value=team]")
+    sue.page.click("form.canned-form button[type=submit]")
+    sue.page.locator(".canned-list code", has_text="/late-parcel").wait_for()
+
+    customer = visit()
+    hand_off(replies, customer, "Still no parcel after two weeks, escalate.", "MARK-WD-4")
+    conversation = conversation_with(live, "MARK-WD-4")
+    sam = console()
+    sam.sign_in(staff["agent"])
+    sam.page.wait_for_url("**/console")
+    sam.page.goto(f"{live.url}/console/conversations/{conversation}")
+    sam.page.click("button[data-action=take-over]")
+    sam.page.locator("#state [data-status=human]").wait_for()
+    box = sam.page.locator("#composer-text")
+    box.focus()
+    sam.page.keyboard.type("/late")
+    sam.page.locator("#canned-suggest li", has_text="/late-parcel").wait_for()
+    assert box.get_attribute("aria-expanded") == "true"
+    sam.screenshot("console-canned-suggest-desktop")
+    sam.page.keyboard.press("Enter")  # chooses: the list is open
+    assert box.input_value() == "Hi there, Sam here. A new parcel leaves today."
+    assert sam.page.locator("#canned-suggest").is_hidden()
+    sam.page.keyboard.press("Enter")  # sends
+    customer.widget(".msg").filter(has_text="Sam here. A new parcel leaves today.").wait_for(state="visible")
+    assert not sam.errors and not sue.errors and not sam.csp_violations

@@ -88,7 +88,7 @@ def test_fields_are_filled_in_for_the_conversation_and_nothing_else_is_reachable
     # The customer's name is inserted as it is: a field in it is not filled in again.
     assert reply["text"] == "Hi Maya, Sam here: order #W4877327 is on its way."
     plain = _conversation_of(console, scripted_server, "", None)
-    assert _suggest(sam, "on", plain)[0]["text"] == "Hi , Sam here: order  is on its way."
+    assert _suggest(sam, "on", plain)[0]["text"] == "Hi there, Sam here: order  is on its way."
     hostile = [
         "{{ customer.__class__.__mro__ }}",
         "{{ config }}",
