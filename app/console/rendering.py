@@ -25,6 +25,7 @@ from markupsafe import Markup
 
 from app.infra.templates import packaged_templates
 from app.models import utc_now
+from app.tools.conversation_search import CLOSE_MARK, OPEN_MARK
 
 TEMPLATES_DIR = packaged_templates("console")
 MARKDOWN_TAGS = frozenset(
@@ -109,6 +110,13 @@ def since(moment: datetime | None, now: datetime | None = None) -> str:
     return duration(((now or utc_now()) - moment).total_seconds())
 
 
+def marked(snippet: str) -> Markup:
+    """A search snippet with its matches (between the search's private-use marks) in ``<mark>``, everything else
+    escaped."""
+    escaped = html.escape(snippet, quote=False)
+    return Markup(escaped.replace(OPEN_MARK, "<mark>").replace(CLOSE_MARK, "</mark>"))
+
+
 def timestamp(moment: datetime | None) -> str:
     return moment.strftime("%Y-%m-%d %H:%M UTC") if moment else ""
 
@@ -130,7 +138,12 @@ def console_templates() -> Environment:
     )
     environment.globals["active"] = ""  # the navigation tab a page marks as current
     environment.filters.update(
-        markdown=render_markdown, pretty_json=pretty_json, since=since, timestamp=timestamp, duration=seconds
+        markdown=render_markdown,
+        pretty_json=pretty_json,
+        since=since,
+        timestamp=timestamp,
+        duration=seconds,
+        marked=marked,
     )
     return environment
 

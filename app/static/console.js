@@ -7,6 +7,7 @@
  * - The inbox list reloads on an inbox event at most once per 300 ms, and htmx drops the events in between: a
  *   change that lands in that window (a new conversation handed off at once) would stay unseen until the next one.
  *   Once the events have been quiet for a moment, the list reloads once more ("inbox:settle").
+ * - Ctrl+K (Cmd+K on a Mac) puts the cursor in the search box of the top bar, from any page.
  * - In the composer, Enter sends the reply and Shift+Enter starts a new line, as in every chat tool; Enter that
  *   confirms an input method's composition (Chinese, Japanese) is left to it.
  */
@@ -46,6 +47,15 @@
         htmx.trigger(list, "inbox:settle");
       }
     }, INBOX_SETTLE_MS);
+  });
+
+  document.addEventListener("keydown", function (event) {
+    var box = document.getElementById("console-search");
+    if (box && (event.ctrlKey || event.metaKey) && !event.altKey && event.key.toLowerCase() === "k") {
+      event.preventDefault();
+      box.focus();
+      box.select();
+    }
   });
 
   document.addEventListener("keydown", function (event) {

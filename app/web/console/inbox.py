@@ -1,4 +1,5 @@
-"""The inbox (``/console``): the conversation list with its filters, and its live updates.
+"""The inbox (``/console``): the conversation list with its filters, its live updates, and the search across
+conversations (``/console/search``).
 
 The page holds the list as a fragment (``/console/inbox``) that reloads whenever the console event channel
 (``/console/events``) says a conversation appeared or changed, at most once per 300 ms, and once more when a burst
@@ -19,6 +20,7 @@ from sqlmodel import Session
 
 from app.console.inbox import InboxFilter, InboxPage, inbox_page
 from app.console.permissions import Staff
+from app.console.search import MAX_QUERY_CHARS, RESULTS_SHOWN, SearchResult, search
 from app.live.broker import Event, Subscription
 from app.models import ConversationStatus
 from app.web.console.common import console_event, console_router, console_stream, page
@@ -57,6 +59,20 @@ async def inbox(request: Request, staff: WorkerDep, listing: InboxListingDep) ->
 @router.get("/inbox", response_class=HTMLResponse)
 async def inbox_list(request: Request, staff: WorkerDep, listing: InboxListingDep) -> HTMLResponse:
     return page(request, "_inbox_list.html", staff=staff, inbox=listing, statuses=list(ConversationStatus))
+
+
+def _search(db: Engine, query: str) -> list[SearchResult]:
+    with Session(db) as session:
+        return search(session, query)
+
+
+@router.get("/search", response_class=HTMLResponse)
+async def search_page(
+    request: Request, db: DbDep, staff: WorkerDep, q: Annotated[str, Query(max_length=MAX_QUERY_CHARS)] = ""
+) -> HTMLResponse:
+    """Conversations by an identifier, a customer or their text (``app.console.search``)."""
+    results = await anyio.to_thread.run_sync(_search, db, q) if q.strip() else []
+    return page(request, "search.html", staff=staff, query=q, results=results, shown=RESULTS_SHOWN)
 
 
 async def inbox_subscription(
