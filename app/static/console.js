@@ -8,7 +8,8 @@
  *   change that lands in that window (a new conversation handed off at once) would stay unseen until the next one.
  *   Once the events have been quiet for a moment, the list reloads once more ("inbox:settle").
  * - Ctrl+K (Cmd+K on a Mac) puts the cursor in the search box of the top bar, from any page.
- * - In the composer, Enter sends the reply and Shift+Enter starts a new line, as in every chat tool; Enter that
+ * - In the composer, Enter sends the reply (or adds the note, after the "n" shortcut of console-keys.js) and
+ *   Shift+Enter starts a new line, as in every chat tool; Enter that
  *   confirms an input method's composition (Chinese, Japanese) is left to it.
  */
 (function () {
@@ -67,9 +68,11 @@
       return;
     }
     event.preventDefault();
-    var send = field.form && field.form.querySelector('button[data-action="reply"]');
+    var action = field.dataset.mode === "note" ? "note" : "reply";
+    var send = field.form && field.form.querySelector('button[data-action="' + action + '"]');
     if (send && field.value.trim()) {
-      field.form.requestSubmit(send);
+      // A click, not requestSubmit: the note button posts through its own hx-post, which htmx runs on a click.
+      send.click();
     }
   });
 

@@ -184,3 +184,40 @@ def test_an_agent_answers_with_a_canned_reply_by_keyboard_alone(
     sam.page.keyboard.press("Enter")  # sends
     customer.widget(".msg").filter(has_text="Sam here. A new parcel leaves today.").wait_for(state="visible")
     assert not sam.errors and not sue.errors and not sam.csp_violations
+
+
+def test_an_agent_works_a_conversation_by_keyboard_shortcuts(
+    visit: Visit, console: Callable[..., StaffBrowser], staff: dict[str, str], replies: Replies, live: LiveApp
+) -> None:
+    customer = visit()
+    hand_off(replies, customer, "Wrong size delivered, escalate it.", "MARK-WD-5")
+    conversation = conversation_with(live, "MARK-WD-5")
+    kim = console()
+    kim.sign_in(staff["agent2"])
+    kim.page.wait_for_url("**/console")
+    row = kim.page.locator(f'#inbox-list .row[data-conversation="{conversation}"]')
+    row.wait_for()
+    position = [r.get_attribute("data-conversation") for r in kim.page.locator("#inbox-list .row").all()].index(
+        conversation
+    )
+    for _ in range(position + 1):
+        kim.page.keyboard.press("j")
+    assert kim.page.evaluate("document.activeElement.closest('.row').dataset.conversation") == conversation
+    kim.page.keyboard.press("Enter")
+    kim.page.wait_for_url(f"**/console/conversations/{conversation}")
+    kim.page.keyboard.press("t")
+    kim.page.locator("#state [data-status=human]").wait_for()
+    kim.page.keyboard.press("n")
+    kim.page.keyboard.type("Customer prefers an exchange, not a refund.")
+    kim.page.keyboard.press("Enter")
+    kim.page.locator("#transcript .msg--note", has_text="prefers an exchange").wait_for()
+    kim.page.locator("#composer-text").blur()
+    kim.page.keyboard.press("?")
+    kim.page.locator("dialog#shortcuts[open]").wait_for()
+    assert "take the conversation over" in kim.page.locator("dialog#shortcuts").inner_text()
+    kim.screenshot("console-shortcuts-desktop")
+    kim.page.keyboard.press("Escape")
+    kim.page.keyboard.press("e")
+    kim.page.locator("#state [data-status=closed]").wait_for()
+    assert "prefers an exchange" not in customer.widget(".panel").inner_text()
+    assert not kim.errors and not kim.csp_violations
