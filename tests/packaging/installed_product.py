@@ -105,8 +105,8 @@ def _files_under(folder: Path, *, suffix: str | None = None) -> Iterator[Path]:
 
 
 def product_files() -> set[str]:
-    """What the wheel must hold, named as inside the wheel: modules, static files, templates, the demo help center
-    and the default evaluation suite."""
+    """What the wheel must hold, named as inside the wheel: modules, static files, templates, the demo help center,
+    the demo shop's playbooks and the default evaluation suite."""
     expected: set[str] = set()
     for package in PRODUCT_PACKAGES:
         for path in _files_under(REPOSITORY / package, suffix=".py"):
@@ -114,6 +114,8 @@ def product_files() -> set[str]:
     expected.update(path.relative_to(REPOSITORY).as_posix() for path in _files_under(REPOSITORY / "app" / "static"))
     demo_articles = REPOSITORY / "app" / "demo_shop" / "knowledge"
     expected.update(path.relative_to(REPOSITORY).as_posix() for path in _files_under(demo_articles, suffix=".md"))
+    playbooks = REPOSITORY / "app" / "demo_shop" / "playbooks"
+    expected.update(path.relative_to(REPOSITORY).as_posix() for path in _files_under(playbooks, suffix=".toml"))
     eval_suite = REPOSITORY / "app" / "evals" / "suite"
     expected.update(path.relative_to(REPOSITORY).as_posix() for path in _files_under(eval_suite, suffix=".toml"))
     prompts = REPOSITORY / "compression" / "prompts"
