@@ -35,6 +35,7 @@ from app.knowledge.vectors import TextEmbedder, attach_vectors, embedder_from_se
 from app.knowledge.warm import warm_knowledge
 from app.live.broker import EventBroker
 from app.live.pg_broker import PostgresEventBroker
+from app.live.typing import TypingSignals
 from app.llm import LLMGateway
 from app.outcomes.idle import IdleClosing
 from app.playbooks.library import PlaybookLibrary, load_library
@@ -85,10 +86,15 @@ class Services:
     idle_closing: IdleClosing | None = None
     sync: SyncSchedule | SyncTimetable | None = None
     jobs: JobQueue | None = None
+    typing: TypingSignals | None = None  # built from the broker when None
     _delivery: asyncio.Task[None] | None = field(default=None, repr=False)
     _backfill: asyncio.Task[None] | None = field(default=None, repr=False)
     _warming: asyncio.Future[int] | None = field(default=None, repr=False)
     _playbooks_warming: asyncio.Future[None] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.typing is None:
+            self.typing = TypingSignals(self.broker)
 
     @property
     def playbooks(self) -> PlaybookLibrary | None:

@@ -60,6 +60,8 @@
   // Dots alone for longer than this read as a hung chat; the server answers or hands over by its turn deadline
   // (MEMDESK_TURN_DEADLINE_S), so until then the customer is told the assistant is still on it.
   const STILL_WORKING_AFTER_MS = 6000;
+  const PERSON_TYPING_SHOWN_MS = 6000;
+  const TYPING_SIGNAL_EVERY_MS = 3000;
   const SERVICE_UNAVAILABLE = 503; // the server is there but cannot serve now; its Retry-After says when to return
   const NEAR_BOTTOM_PX = 80;
   const INPUT_BORDER_PX = 2;
@@ -86,6 +88,7 @@
       staff: "Support team",
       system: "Notice",
       typing: "The assistant is typing…",
+      personTyping: "{name} is typing…",
       stillWorking: "Still working on it…",
       sources: "Sources",
       needsHuman: "A person from our team will join this conversation shortly.",
@@ -132,6 +135,7 @@
       staff: "Support-Team",
       system: "Hinweis",
       typing: "Der Assistent schreibt…",
+      personTyping: "{name} schreibt…",
       stillWorking: "Einen Moment, ich arbeite noch daran…",
       sources: "Quellen",
       needsHuman: "Eine Person aus unserem Team übernimmt dieses Gespräch in Kürze.",
@@ -275,6 +279,8 @@
     draft: null,
     draftText: "",
     typing: false,
+    personTypingTimer: null,
+    lastTypingSignal: 0,
     stillWorkingTimer: null,
     unread: 0,
     loaded: false,
@@ -562,6 +568,19 @@
     return data;
   }
 
+  // While the customer writes, staff watching the conversation see "The customer is typing…": a signal at most every
+  // TYPING_SIGNAL_EVERY_MS (the server drops closer ones), best effort, only in a conversation that exists and
+  // while a person may be reading (not while only the bot answers).
+  function signalTyping() {
+    const now = Date.now();
+    if (!state.conversationId || !state.token || state.status === "bot" || state.status === "closed"
+      || now - state.lastTypingSignal < TYPING_SIGNAL_EVERY_MS || !input.value.trim()) {
+      return;
+    }
+    state.lastTypingSignal = now;
+    api("POST", `${conversationPath()}/typing`, { body: { on: true } }).catch(() => {});
+  }
+
   function conversationPath() {
     return `/api/widget/conversations/${encodeURIComponent(state.conversationId)}`;
   }
@@ -610,10 +629,10 @@
   const log = h("ol", { class: "log", role: "log", "aria-live": "polite", "aria-relevant": "additions",
     "aria-label": title });
   const stillWorkingNote = h("span", { class: "still-working", hidden: true, text: t("stillWorking") });
+  const typingLabel = h("span", { class: "sr-only", text: t("typing") });
   const typingIndicator = h("div", { class: "typing", role: "status", hidden: true }, [
     h("span", { class: "dot", "aria-hidden": "true" }), h("span", { class: "dot", "aria-hidden": "true" }),
-    h("span", { class: "dot", "aria-hidden": "true" }), h("span", { class: "sr-only", text: t("typing") }),
-    stillWorkingNote,
+    h("span", { class: "dot", "aria-hidden": "true" }), typingLabel, stillWorkingNote,
   ]);
   const draftSlot = h("div", { class: "draft-slot" });
   // "How did we do?" once the conversation is closed; see the ratings section below.
@@ -950,8 +969,17 @@
     showTyping(state.typing);
   }
 
-  function setTyping(on) {
+  // A person's typing (``who``) shows their name beside the dots; their signals come every few seconds while they
+  // write, so one missing for PERSON_TYPING_SHOWN_MS means they stopped (or closed the console).
+  function setTyping(on, who) {
     const wasNearBottom = nearBottom();
+    clearTimeout(state.personTypingTimer);
+    const person = on && typeof who === "string" && who ? who : "";
+    typingLabel.textContent = person ? t("personTyping", { name: person }) : t("typing");
+    typingLabel.className = person ? "typing-who" : "sr-only";
+    if (person) {
+      state.personTypingTimer = setTimeout(() => setTyping(false), PERSON_TYPING_SHOWN_MS);
+    }
     state.typing = on;
     if (!on) {
       clearDraft();
@@ -1501,7 +1529,7 @@
     } else if (type === "message.delta") {
       appendDraft(data.text);
     } else if (type === "typing") {
-      setTyping(Boolean(data.on));
+      setTyping(Boolean(data.on), data.who);
     } else if (type === "conversation.status") {
       setStatus(data.status);
     } else if (type === "resync") {
@@ -1558,6 +1586,7 @@
     input.focus();
   });
   input.addEventListener("input", fitInput);
+  input.addEventListener("input", signalTyping);
   input.addEventListener("keydown", (event) => {
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
       event.preventDefault();

@@ -38,6 +38,7 @@ from app.db import get_session
 from app.identity import IdentityError, Visitor, VisitorTokens
 from app.infra.metrics import Metrics
 from app.live.broker import EventBroker
+from app.live.typing import TypingSignals
 from app.llm import LLMGateway
 from app.ratelimit import VisitorRateLimiter
 from app.services import Services
@@ -71,6 +72,11 @@ def get_db(services: ServicesDep) -> Engine:
 
 def get_broker(services: ServicesDep) -> EventBroker:
     return services.broker
+
+
+def get_typing(services: ServicesDep) -> TypingSignals:
+    assert services.typing is not None
+    return services.typing
 
 
 def get_turns(services: ServicesDep) -> TurnScheduler:
@@ -126,6 +132,7 @@ def shop_today(settings: SettingsDep) -> date:
 ShopTodayDep = Annotated[date, Depends(shop_today)]
 DbDep = Annotated[Engine, Depends(get_db)]
 BrokerDep = Annotated[EventBroker, Depends(get_broker)]
+TypingDep = Annotated[TypingSignals, Depends(get_typing)]
 TurnsDep = Annotated[TurnScheduler, Depends(get_turns)]
 HandoffDep = Annotated[ButtonHandoff, Depends(get_handoff)]
 MemoryDep = Annotated[MemoryService | None, Depends(get_memory)]

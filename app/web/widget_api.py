@@ -50,6 +50,7 @@ from app.web.deps import (
     SettingsDep,
     StreamVisitorDep,
     TurnsDep,
+    TypingDep,
     VisitorDep,
     VisitorTokensDep,
 )
@@ -269,6 +270,26 @@ async def post_message(
         return MessagePublic.of(message, conversation_public_id=conversation.public_id)
 
 
+class TypingIn(BaseModel):
+    on: StrictBool = Field(default=True, description="Writing (true) or stopped (false)")
+
+
+@router.post(
+    "/conversations/{conversation_id}/typing",
+    status_code=status.HTTP_204_NO_CONTENT,
+    responses=error_responses(status.HTTP_404_NOT_FOUND),
+)
+def customer_typing(
+    conversation_id: ConversationRef, body: TypingIn, visitor: VisitorDep, session: SessionDep, typing: TypingDep
+) -> None:
+    """The customer is writing (``on``) or stopped: staff watching the conversation see "The customer is typing…".
+    Signals closer together than a couple of seconds are dropped (``app.live.typing``)."""
+    conversation = own_conversation(session, visitor, conversation_id)
+    session.commit()
+    assert conversation.id is not None
+    typing.customer(conversation.id, on=body.on)
+
+
 def _check_length(text: str, limit: int) -> None:
     if len(text) > limit:
         raise HTTPException(
@@ -337,7 +358,8 @@ EVENT_STREAM_DOC: dict[int | str, dict[str, Any]] = {
         "description": (
             "Server-sent events. Each has an id; reconnect with Last-Event-ID to get what was missed. "
             "`message.created` carries a message, `message.delta` a fragment of the reply being written, `typing` "
-            "and `conversation.status` the bot's state, and `resync` says the history is gone: reload the messages."
+            "the bot's or a staff member's writing (`who` names the person), `conversation.status` the "
+            "conversation's state, and `resync` says the history is gone: reload the messages."
         ),
         "content": {
             "text/event-stream": {

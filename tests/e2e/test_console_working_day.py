@@ -221,3 +221,36 @@ def test_an_agent_works_a_conversation_by_keyboard_shortcuts(
     kim.page.locator("#state [data-status=closed]").wait_for()
     assert "prefers an exchange" not in customer.widget(".panel").inner_text()
     assert not kim.errors and not kim.csp_violations
+
+
+def test_each_side_sees_the_other_typing(
+    visit: Visit, console: Callable[..., StaffBrowser], staff: dict[str, str], replies: Replies, live: LiveApp
+) -> None:
+    customer = visit()
+    hand_off(replies, customer, "My order came without the charger, escalate.", "MARK-WD-6")
+    conversation = conversation_with(live, "MARK-WD-6")
+    sam = console()
+    sam.sign_in(staff["agent"])
+    sam.page.wait_for_url("**/console")
+    sam.page.goto(f"{live.url}/console/conversations/{conversation}")
+    sam.page.click("button[data-action=take-over]")
+    customer.widget(".msg").filter(has_text="Sam Rivera joined the conversation.").wait_for(state="visible")
+
+    sam.page.locator("#composer-text").focus()
+    sam.page.keyboard.type("Let me check the warehouse")
+    typing = customer.widget(".typing .typing-who")
+    typing.wait_for(state="visible")
+    assert typing.inner_text() == "Sam Rivera is typing…"
+    customer.screenshot("widget-staff-typing")
+    sam.page.keyboard.press("Enter")
+    customer.widget(".msg").filter(has_text="Let me check the warehouse").wait_for(state="visible")
+    customer.widget(".typing").wait_for(state="hidden")
+
+    customer.widget("#memdesk-input").type("It was a USB-C one")
+    note = sam.page.locator("#customer-typing")
+    note.wait_for(state="visible")
+    assert note.inner_text() == "The customer is typing…"
+    customer.widget("#memdesk-input").press("Enter")
+    sam.page.locator("#transcript .msg--customer", has_text="USB-C").wait_for()
+    note.wait_for(state="hidden")
+    assert not sam.errors and not customer.errors and not sam.csp_violations

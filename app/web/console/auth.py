@@ -38,6 +38,7 @@ STATIC_FILES = {
     "console-attention.js": ("console-attention.js", "text/javascript; charset=utf-8"),
     "console-canned.js": ("console-canned.js", "text/javascript; charset=utf-8"),
     "console-keys.js": ("console-keys.js", "text/javascript; charset=utf-8"),
+    "console-typing.js": ("console-typing.js", "text/javascript; charset=utf-8"),
     "htmx.min.js": ("vendor/htmx-2.0.11.min.js", "text/javascript; charset=utf-8"),
     "htmx-ext-sse.min.js": ("vendor/htmx-ext-sse-2.2.4.min.js", "text/javascript; charset=utf-8"),
 }

@@ -34,6 +34,7 @@ from app.console.rendering import render
 from app.console.transcript import load_transcript
 from app.console.view import live_entry, load_page, load_state
 from app.live.broker import Event, Subscription
+from app.live.typing import CUSTOMER_TYPING
 from app.models import Conversation
 from app.web.console.common import ConsoleError, after_action, console_event, console_router, console_stream, page
 from app.web.deps import (
@@ -43,6 +44,7 @@ from app.web.deps import (
     SettingsDep,
     SignedInCheckDep,
     TurnsDep,
+    TypingDep,
     WorkerDep,
 )
 from app.web.event_streams import LastEventIdHeader, SinceQuery
@@ -58,6 +60,7 @@ BeforeQuery = Annotated[DatabaseInt | None, Query(ge=1, description="Page back f
 # Empty: nobody (a form field left empty is its default).
 AssigneeField = Annotated[DatabaseInt | None, Form()]
 STATE_EVENTS = frozenset({"conversation.status", "conversation.assigned"})
+CUSTOMER_TYPING_TEXT = "The customer is typing…"
 
 
 def _url(ref: str) -> str:
@@ -159,6 +162,8 @@ async def conversation_events(
             return console_event(event, "state")
         if event.type in ("context.compacted", "resync"):
             return console_event(event, "compaction")
+        if event.type == CUSTOMER_TYPING:
+            return console_event(event, "customer-typing", CUSTOMER_TYPING_TEXT if event.data.get("on") else "")
         return None
 
     async for sent in console_stream(subscription, frame, still_signed_in):
@@ -188,6 +193,16 @@ async def _act(request: Request, db: Engine, staff: Staff, ref: str, action: Cal
     if request.headers.get("HX-Request") == "true":
         return await anyio.to_thread.run_sync(_state_fragment, request, db, staff, ref)
     return after_action(request, _url(ref))
+
+
+@router.post("/{ref}/typing", status_code=204)
+async def staff_typing(
+    ref: ConversationRef, db: DbDep, typing: TypingDep, staff: WorkerDep, on: Annotated[bool, Form()] = True
+) -> Response:
+    """This staff member is writing a reply (``on``) or stopped: the customer sees "Sam is typing…"."""
+    key = await anyio.to_thread.run_sync(_key, db, ref)
+    typing.staff(key, staff.id, staff.name, on=on)
+    return Response(status_code=204)
 
 
 @router.post("/{ref}/take-over")
