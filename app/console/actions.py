@@ -24,6 +24,7 @@ from sqlmodel import Session, col, func, select
 
 from app.console.audit import record_audit_event
 from app.console.inbox import is_reply
+from app.console.labels import LabelError, add_label, remove_label
 from app.console.permissions import Staff
 from app.live.broker import EventBroker
 from app.live.messages import store_message
@@ -37,6 +38,10 @@ TAKEABLE = (ConversationStatus.BOT, ConversationStatus.NEEDS_HUMAN)
 HANDABLE_BACK = (ConversationStatus.HUMAN, ConversationStatus.NEEDS_HUMAN)
 
 
+# Labels changed: the conversation's header and every inbox reload; the customer's stream never carries it.
+LABELS_EVENT = "conversation.labels"
+
+
 class ActionError(Exception):
     """An action that cannot be done; ``status_code`` is the HTTP answer, the message says why."""
 
@@ -44,6 +49,14 @@ class ActionError(Exception):
 
 
 class ConversationNotFound(ActionError):
+    status_code = 404
+
+
+class InvalidLabel(ActionError):
+    status_code = 422
+
+
+class LabelNotFound(ActionError):
     status_code = 404
 
 
@@ -271,3 +284,27 @@ def assign(
     conversation.assigned_staff_id = assigned_staff_id
     broker.publish(conversation.id, "conversation.assigned", {"staff_name": name})
     return name
+
+
+def label(session: Session, broker: EventBroker, staff: Staff, conversation: Conversation, text: str) -> str:
+    """Put a label on the conversation; every open inbox shows it."""
+    assert conversation.id is not None
+    try:
+        added = add_label(session, conversation.id, text, staff.id)
+    except LabelError as error:
+        session.rollback()
+        raise InvalidLabel(str(error)) from error
+    _audit(session, staff, "label", conversation.id, label=added)
+    session.commit()
+    broker.publish(conversation.id, LABELS_EVENT, {})
+    return added
+
+
+def unlabel(session: Session, broker: EventBroker, staff: Staff, conversation: Conversation, text: str) -> None:
+    assert conversation.id is not None
+    if not remove_label(session, conversation.id, text):
+        session.rollback()
+        raise LabelNotFound("The conversation has no such label.")
+    _audit(session, staff, "unlabel", conversation.id, label=text)
+    session.commit()
+    broker.publish(conversation.id, LABELS_EVENT, {})

@@ -1,9 +1,9 @@
 """The inbox: conversations that have messages, ``needs_human`` first, then the most recently active.
 
-One page costs three queries whatever the number of conversations: the page itself (with each row's latest
+One page costs five queries whatever the number of conversations: the page itself (with each row's latest
 message, latest customer message, latest reply and unread count as correlated subqueries, evaluated only for the
-rows of the page), the texts and times of those messages, and the count per status for the filter tabs
-(``benchmarks/console.py`` counts them).
+rows of the page), the texts and times of those messages, the count per status for the filter tabs, the page's
+labels, and the labels in use for the label filter (``benchmarks/console.py`` counts them).
 
 A customer is waiting when their latest message has no reply after it; a reply is a non-private assistant message
 with text and no tool calls written by the bot or a person (a notice such as "Sam joined" is not an answer). In a
@@ -13,7 +13,7 @@ Unread counts the customer's messages after the last one the staff member has se
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -21,8 +21,10 @@ from sqlalchemy import and_, case, exists, func, literal, union_all
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col
 
+from app.console.labels import known_labels, labels_of
 from app.models import (
     Conversation,
+    ConversationLabel,
     ConversationRead,
     ConversationStatus,
     Customer,
@@ -48,6 +50,14 @@ class InboxFilter:
     status: ConversationStatus | None = None  # None: every open conversation (not closed)
     mine: bool = False
     page: int = 1
+    label: str | None = None
+
+    def query(self) -> str:
+        """The filter as the inbox URL's query, without the page."""
+        parts = [f"status={self.status.value}"] if self.status else []
+        parts += ["mine=true"] if self.mine else []
+        parts += [f"label={self.label}"] if self.label else []
+        return "&".join(parts)
 
 
 @dataclass(frozen=True)
@@ -63,6 +73,7 @@ class InboxRow:
     last_activity_at: datetime
     waiting_since: datetime | None
     unread: int
+    labels: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -71,6 +82,7 @@ class InboxPage:
     counts: dict[ConversationStatus, int]
     filter: InboxFilter
     has_more: bool
+    known_labels: list[str] = field(default_factory=list)
 
 
 def _latest(*conditions: Any) -> Any:
@@ -112,6 +124,13 @@ def _page_ids(staff_id: int, wanted: InboxFilter) -> Any:
         conditions = [_has_messages(), col(Conversation.status) == status]
         if wanted.mine:
             conditions.append(col(Conversation.assigned_staff_id) == staff_id)
+        if wanted.label:
+            conditions.append(
+                exists().where(
+                    col(ConversationLabel.conversation_id) == col(Conversation.id),
+                    col(ConversationLabel.label) == wanted.label,
+                )
+            )
         branch: Any = (
             sa_select(
                 col(Conversation.id).label("id"),
@@ -148,6 +167,7 @@ def _page_statement(staff_id: int, wanted: InboxFilter) -> Any:
     )
     return (
         sa_select(
+            col(Conversation.id).label("key"),
             col(Conversation.public_id),
             col(Conversation.status),
             col(Conversation.updated_at),
@@ -211,11 +231,14 @@ def inbox_page(session: Session, staff_id: int, wanted: InboxFilter) -> InboxPag
         ).all()
     }
     counts = status_counts(session, staff_id, mine=wanted.mine)
+    labels = labels_of(session, [row.key for row in rows])
+    known = known_labels(session)
     session.commit()
-    return InboxPage([_row(row, messages) for row in rows], counts, wanted, has_more=len(found) > PAGE_SIZE)
+    listed = [_row(row, messages, labels.get(row.key, [])) for row in rows]
+    return InboxPage(listed, counts, wanted, has_more=len(found) > PAGE_SIZE, known_labels=known)
 
 
-def _row(row: Any, messages: dict[int, Any]) -> InboxRow:
+def _row(row: Any, messages: dict[int, Any], labels: list[str]) -> InboxRow:
     last = messages.get(row.last_id)
     customer_message = messages.get(row.customer_id)
     status = ConversationStatus(row.status)
@@ -233,6 +256,7 @@ def _row(row: Any, messages: dict[int, Any]) -> InboxRow:
         last_activity_at=last.created_at if last else row.updated_at,
         waiting_since=customer_message.created_at if waiting and customer_message else None,
         unread=int(row.unread or 0),
+        labels=labels,
     )
 
 

@@ -3,12 +3,13 @@ transcript, the handoff summary, who can be assigned; and single entries rendere
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlmodel import Session, col, select
 
 from app.console.handoff import HandoffView, handoff_view
 from app.console.inbox import mark_read
+from app.console.labels import known_labels, labels_of
 from app.console.transcript import (
     ToolLine,
     TranscriptMessage,
@@ -36,6 +37,8 @@ class ConversationState:
     customer: Customer
     assignee: str | None
     staff_options: list[StaffOption]
+    labels: list[str] = field(default_factory=list)
+    known_labels: list[str] = field(default_factory=list)  # suggestions for the add field
 
     @property
     def status(self) -> ConversationStatus:
@@ -57,7 +60,9 @@ def load_state(session: Session, conversation: Conversation) -> ConversationStat
     ).all()
     options = [StaffOption(member.id, member.name) for member in staff if member.id is not None]
     assignee = next((o.name for o in options if o.id == conversation.assigned_staff_id), None)
-    return ConversationState(conversation, customer, assignee, options)
+    assert conversation.id is not None
+    held = labels_of(session, [conversation.id]).get(conversation.id, [])
+    return ConversationState(conversation, customer, assignee, options, held, known_labels(session))
 
 
 def load_page(

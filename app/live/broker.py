@@ -32,7 +32,7 @@ SUBSCRIBER_QUEUE_SIZE = 2_048
 MAX_IDLE_CHANNELS = 10_000
 # What the console's inbox listens to: a conversation appeared or changed (never the streamed tokens).
 CONSOLE_EVENT_TYPES = frozenset(
-    {"message.created", "conversation.status", "conversation.assigned", "context.compacted"}
+    {"message.created", "conversation.status", "conversation.assigned", "conversation.labels", "context.compacted"}
 )
 _EVENT_ID = re.compile(r"([0-9a-f]{1,16}):([0-9]{1,18})")
 

@@ -12,6 +12,7 @@ Staff sign-in state lives here too:
 - ``LoginThrottle``: failed sign-ins per key (an email or a client address) within a window, and a lock time.
 - ``ConversationRead``: how far each staff member has read each conversation (the inbox's unread counts).
 - ``HandoffSummary``: a summary written on demand for the staff member who picks a conversation up.
+- ``ConversationLabel``: a label staff put on a conversation ("vip", "damaged-item"), to find and filter by.
 - ``CannedReply``: a saved answer staff insert with ``/`` in the composer: the team's, or one member's own.
 """
 
@@ -136,3 +137,15 @@ class CannedReply(SQLModel, table=True):
     created_by: int | None = Field(default=None, foreign_key="staff_members.id", ondelete="SET NULL")
     created_at: datetime = Field(default_factory=utc_now)
     updated_at: datetime = Field(default_factory=utc_now)
+
+
+LABEL_LENGTH = 40
+
+
+class ConversationLabel(SQLModel, table=True):
+    __tablename__ = "conversation_labels"
+
+    conversation_id: int = Field(foreign_key="conversations.id", primary_key=True, ondelete="CASCADE")
+    label: str = Field(max_length=LABEL_LENGTH, primary_key=True, index=True)
+    added_by: int | None = Field(default=None, foreign_key="staff_members.id", ondelete="SET NULL")
+    created_at: datetime = Field(default_factory=utc_now)

@@ -76,6 +76,14 @@
     }
   });
 
+  // A filter that applies as soon as it is chosen (the inbox's label), without a button.
+  document.addEventListener("change", function (event) {
+    var field = event.target;
+    if (field instanceof HTMLSelectElement && field.hasAttribute("data-submit-on-change") && field.form) {
+      field.form.requestSubmit();
+    }
+  });
+
   document.addEventListener("htmx:beforeRequest", function () {
     var flash = document.getElementById("flash");
     if (flash) {

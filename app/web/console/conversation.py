@@ -59,7 +59,7 @@ TextField = Annotated[str, Form(max_length=MAX_TEXT_CHARS)]
 BeforeQuery = Annotated[DatabaseInt | None, Query(ge=1, description="Page back from this message")]
 # Empty: nobody (a form field left empty is its default).
 AssigneeField = Annotated[DatabaseInt | None, Form()]
-STATE_EVENTS = frozenset({"conversation.status", "conversation.assigned"})
+STATE_EVENTS = frozenset({"conversation.status", "conversation.assigned", actions.LABELS_EVENT})
 CUSTOMER_TYPING_TEXT = "The customer is typing…"
 
 
@@ -237,6 +237,23 @@ async def assign(
     assigned_staff_id: AssigneeField = None,
 ) -> Response:
     return await _act(request, db, staff, ref, lambda s, c: actions.assign(s, broker, staff, c, assigned_staff_id))
+
+
+LabelField = Annotated[str, Form(max_length=80)]
+
+
+@router.post("/{ref}/labels")
+async def add_label(
+    request: Request, ref: ConversationRef, db: DbDep, broker: BrokerDep, staff: WorkerDep, label: LabelField
+) -> Response:
+    return await _act(request, db, staff, ref, lambda s, c: actions.label(s, broker, staff, c, label))
+
+
+@router.post("/{ref}/labels/remove")
+async def remove_label(
+    request: Request, ref: ConversationRef, db: DbDep, broker: BrokerDep, staff: WorkerDep, label: LabelField
+) -> Response:
+    return await _act(request, db, staff, ref, lambda s, c: actions.unlabel(s, broker, staff, c, label))
 
 
 async def _write(request: Request, db: Engine, staff: Staff, ref: str, action: Callable[..., Any]) -> Response:

@@ -19,11 +19,12 @@ from sqlalchemy import Engine
 from sqlmodel import Session
 
 from app.console.inbox import InboxFilter, InboxPage, inbox_page
+from app.console.labels import LabelError, normalized
 from app.console.permissions import Staff
 from app.console.search import MAX_QUERY_CHARS, RESULTS_SHOWN, SearchResult, search
 from app.live.broker import Event, Subscription
 from app.models import ConversationStatus
-from app.web.console.common import console_event, console_router, console_stream, page
+from app.web.console.common import ConsoleError, console_event, console_router, console_stream, page
 from app.web.deps import BrokerDep, DbDep, SignedInCheckDep, WorkerDep
 from app.web.event_streams import LastEventIdHeader
 from app.web.input import DatabaseInt
@@ -34,6 +35,7 @@ MAX_PAGE = 10_000
 StatusQuery = Annotated[ConversationStatus | None, Query()]
 MineQuery = Annotated[bool, Query()]
 PageQuery = Annotated[DatabaseInt, Query(alias="page", ge=1, le=MAX_PAGE)]
+LabelQuery = Annotated[str | None, Query(max_length=64)]
 
 
 def _load(db: Engine, staff: Staff, wanted: InboxFilter) -> InboxPage:
@@ -42,10 +44,20 @@ def _load(db: Engine, staff: Staff, wanted: InboxFilter) -> InboxPage:
 
 
 async def inbox_listing(
-    db: DbDep, staff: WorkerDep, status: StatusQuery = None, mine: MineQuery = False, page_number: PageQuery = 1
+    db: DbDep,
+    staff: WorkerDep,
+    status: StatusQuery = None,
+    mine: MineQuery = False,
+    page_number: PageQuery = 1,
+    label: LabelQuery = None,
 ) -> InboxPage:
     """The inbox page the query asks for: the same for the whole page and for the list fragment it reloads."""
-    return await anyio.to_thread.run_sync(_load, db, staff, InboxFilter(status, mine, page_number))
+    try:
+        wanted_label = normalized(label) if label else None
+    except LabelError as error:
+        raise ConsoleError(status_code=422, message=str(error)) from error
+    wanted = InboxFilter(status, mine, page_number, wanted_label)
+    return await anyio.to_thread.run_sync(_load, db, staff, wanted)
 
 
 InboxListingDep = Annotated[InboxPage, Depends(inbox_listing)]

@@ -43,7 +43,7 @@ from app.models import (
     segment_title,
 )
 
-HEAD = "0025_canned_replies"
+HEAD = "0026_conversation_labels"
 SessionDep = Annotated[Session, Depends(get_session)]
 ALL_TABLES = {
     "staff_members", "audit_events", "customers", "conversations", "messages", "context_segments", "compactions",
@@ -57,6 +57,7 @@ ALL_TABLES = {
     "playbook_runs",
     "playbook_versions",
     "canned_replies",
+    "conversation_labels",
 }  # fmt: skip
 # The search indexes on SQLite: the FTS5 tables and their shadow tables (no content table: external content), and
 # the knowledge chunks' embeddings and their count.
