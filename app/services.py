@@ -26,6 +26,7 @@ import anyio
 from sqlalchemy import Engine
 from sqlmodel import Session
 
+from app.console.summary_jobs import SummaryJobs
 from app.customer_memory.service import MemoryService, build_memory_service
 from app.db import create_db_engine, upgrade
 from app.identity import VisitorTokens
@@ -87,6 +88,7 @@ class Services:
     sync: SyncSchedule | SyncTimetable | None = None
     jobs: JobQueue | None = None
     typing: TypingSignals | None = None  # built from the broker when None
+    summaries: SummaryJobs | None = None  # built from the broker when None
     _delivery: asyncio.Task[None] | None = field(default=None, repr=False)
     _backfill: asyncio.Task[None] | None = field(default=None, repr=False)
     _warming: asyncio.Future[int] | None = field(default=None, repr=False)
@@ -95,6 +97,8 @@ class Services:
     def __post_init__(self) -> None:
         if self.typing is None:
             self.typing = TypingSignals(self.broker)
+        if self.summaries is None:
+            self.summaries = SummaryJobs(self.broker)
 
     @property
     def playbooks(self) -> PlaybookLibrary | None:
@@ -192,6 +196,8 @@ class Services:
         if self.idle_closing is not None:
             await self.idle_closing.stop()
         await self.turns.shutdown()
+        if self.summaries is not None:
+            await self.summaries.cancel()
         await self._warmed()
         if self.jobs is not None:
             await self.jobs.close()

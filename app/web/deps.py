@@ -33,6 +33,7 @@ from app.console.auth import (
     tokens_match,
 )
 from app.console.permissions import Permission, Staff
+from app.console.summary_jobs import SummaryJobs
 from app.customer_memory.service import MemoryService
 from app.db import get_session
 from app.identity import IdentityError, Visitor, VisitorTokens
@@ -77,6 +78,11 @@ def get_broker(services: ServicesDep) -> EventBroker:
 def get_typing(services: ServicesDep) -> TypingSignals:
     assert services.typing is not None
     return services.typing
+
+
+def get_summaries(services: ServicesDep) -> SummaryJobs:
+    assert services.summaries is not None
+    return services.summaries
 
 
 def get_turns(services: ServicesDep) -> TurnScheduler:
@@ -133,6 +139,7 @@ ShopTodayDep = Annotated[date, Depends(shop_today)]
 DbDep = Annotated[Engine, Depends(get_db)]
 BrokerDep = Annotated[EventBroker, Depends(get_broker)]
 TypingDep = Annotated[TypingSignals, Depends(get_typing)]
+SummariesDep = Annotated[SummaryJobs, Depends(get_summaries)]
 TurnsDep = Annotated[TurnScheduler, Depends(get_turns)]
 HandoffDep = Annotated[ButtonHandoff, Depends(get_handoff)]
 MemoryDep = Annotated[MemoryService | None, Depends(get_memory)]

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any
 
 import anyio
-from fastapi import Depends, Form, Path, Query, Request, status
+from fastapi import Depends, Form, Path, Query, Request
 from fastapi.responses import HTMLResponse, Response
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 from sqlalchemy import Engine
@@ -24,13 +24,13 @@ from sqlmodel import Session
 from app.console import actions
 from app.console.audit import record_audit_event
 from app.console.handoff import (
-    HANDOFF_SUMMARY_RETRY_AFTER_S,
     HandoffSummaryTimeout,
     handoff_view,
     write_handoff_summary,
 )
 from app.console.permissions import Staff
 from app.console.rendering import render
+from app.console.summary_jobs import SUMMARY_EVENT, SummaryJobs
 from app.console.transcript import load_transcript
 from app.console.view import live_entry, load_page, load_state
 from app.live.broker import Event, Subscription
@@ -43,6 +43,7 @@ from app.web.deps import (
     GatewayDep,
     SettingsDep,
     SignedInCheckDep,
+    SummariesDep,
     TurnsDep,
     TypingDep,
     WorkerDep,
@@ -59,7 +60,7 @@ TextField = Annotated[str, Form(max_length=MAX_TEXT_CHARS)]
 BeforeQuery = Annotated[DatabaseInt | None, Query(ge=1, description="Page back from this message")]
 # Empty: nobody (a form field left empty is its default).
 AssigneeField = Annotated[DatabaseInt | None, Form()]
-STATE_EVENTS = frozenset({"conversation.status", "conversation.assigned", actions.LABELS_EVENT})
+STATE_EVENTS = frozenset({"conversation.status", "conversation.assigned", actions.LABELS_EVENT, SUMMARY_EVENT})
 CUSTOMER_TYPING_TEXT = "The customer is typing…"
 
 
@@ -80,6 +81,7 @@ async def conversation_page(
     ref: ConversationRef,
     db: DbDep,
     broker: BrokerDep,
+    summaries: SummariesDep,
     staff: WorkerDep,
     before: BeforeQuery = None,
 ) -> Any:
@@ -95,7 +97,8 @@ async def conversation_page(
     key = await anyio.to_thread.run_sync(_key, db, ref)
     position = broker.position(key)  # before loading: a message stored meanwhile comes again, not never
     view = await anyio.to_thread.run_sync(load)
-    return page(request, "conversation.html", staff=staff, view=view, position=position)
+    summary = _summary_state(summaries, key)
+    return page(request, "conversation.html", staff=staff, view=view, position=position, **summary)
 
 
 def _key(db: Engine, ref: str) -> int:
@@ -106,17 +109,30 @@ def _key(db: Engine, ref: str) -> int:
     return key
 
 
-def _state_fragment(request: Request, db: Engine, staff: Staff, ref: str) -> HTMLResponse:
+def _state_fragment(
+    request: Request, db: Engine, staff: Staff, ref: str, summaries: SummaryJobs | None = None
+) -> HTMLResponse:
     with Session(db, expire_on_commit=False) as session:
         state = load_state(session, _conversation(session, ref))
-        handoff = handoff_view(session, state.conversation.id or 0)
+        key = state.conversation.id or 0
+        handoff = handoff_view(session, key)
         session.commit()
-    return page(request, "_state.html", staff=staff, state=state, handoff=handoff)
+    summary = _summary_state(summaries, key)
+    return page(request, "_state.html", staff=staff, state=state, handoff=handoff, **summary)
+
+
+def _summary_state(summaries: SummaryJobs | None, key: int) -> dict[str, Any]:
+    """Whether a summary is being written for the card, and why the last attempt stored nothing."""
+    if summaries is None:
+        return {"summarizing": False, "summary_problem": None}
+    return {"summarizing": summaries.running(key), "summary_problem": summaries.problem(key)}
 
 
 @router.get("/{ref}/state", response_class=HTMLResponse)
-def conversation_state(request: Request, ref: ConversationRef, db: DbDep, staff: WorkerDep) -> Any:
-    return _state_fragment(request, db, staff, ref)
+def conversation_state(
+    request: Request, ref: ConversationRef, db: DbDep, summaries: SummariesDep, staff: WorkerDep
+) -> Any:
+    return _state_fragment(request, db, staff, ref, summaries)
 
 
 @router.get("/{ref}/transcript", response_class=HTMLResponse)
@@ -288,9 +304,12 @@ async def summarize(
     db: DbDep,
     gateway: GatewayDep,
     settings: SettingsDep,
+    summaries: SummariesDep,
     staff: WorkerDep,
 ) -> Any:
-    """Write the handoff summary now, with the summary model (a few seconds; the page shows a spinner)."""
+    """Start writing the handoff summary with the summary model and answer at once: the card says it is being
+    written, and the conversation's ``handoff.summary`` event reloads it when the summary is there
+    (``app.console.summary_jobs``)."""
     key = await anyio.to_thread.run_sync(_key, db, ref)
 
     def write() -> None:
@@ -303,9 +322,5 @@ async def summarize(
             )  # fmt: skip
             session.commit()
 
-    try:
-        await anyio.to_thread.run_sync(write)
-    except HandoffSummaryTimeout as error:
-        retry = {"Retry-After": str(HANDOFF_SUMMARY_RETRY_AFTER_S)}
-        raise ConsoleError(status.HTTP_503_SERVICE_UNAVAILABLE, str(error), headers=retry) from error
-    return await anyio.to_thread.run_sync(_state_fragment, request, db, staff, ref)
+    summaries.start(key, write, HandoffSummaryTimeout)
+    return await anyio.to_thread.run_sync(_state_fragment, request, db, staff, ref, summaries)

@@ -59,17 +59,27 @@ def test_a_handoff_summary_is_written_on_demand_by_the_summary_model(
         seeded = seed_conversation(session, messages=12, compactions=0)
     agent = signed_in(console, StaffRole.AGENT)
     assert "no summary yet" in agent.get(f"/console/conversations/{seeded.public_id}").text
-    written = agent.http.post(
+    started = agent.http.post(
         f"/console/conversations/{seeded.public_id}/handoff-summary",
         data={"csrf_token": agent.csrf_token},
         headers={"HX-Request": "true"},
     )
-    assert written.status_code == 200
-    assert "Get the broken kettle refunded." in written.text and "Refund of $42.10 by 2026-12-02." in written.text
-    assert "Replacement lid for #W2378156 (due 2026-12-09)" in written.text and "{due:" not in written.text
-    assert f"written on request by {SUMMARY_MODEL}" in written.text
+    assert started.status_code == 200  # at once: the summary is written in the background
+    state = f"/console/conversations/{seeded.public_id}/state"
+
+    def card() -> str | None:
+        shown = agent.get(state).text
+        return shown if "Get the broken kettle refunded." in shown else None
+
+    written = console.wait_for(card, what="the summary on the card")
+    assert "Refund of $42.10 by 2026-12-02." in written and "Writing the summary" not in written
+    assert "Replacement lid for #W2378156 (due 2026-12-09)" in written and "{due:" not in written
+    assert f"written on request by {SUMMARY_MODEL}" in written
     assert [request.model for request in scripted_server.chat_requests] == [SUMMARY_MODEL]
-    assert "console.handoff_summary" in [e.action for e in audit_actions(console, "staff:1")]
+    console.wait_for(
+        lambda: "console.handoff_summary" in [e.action for e in audit_actions(console, "staff:1")] or None,
+        what="the summary's audit event",
+    )
 
 
 def test_the_dashboard_shows_figures_usage_by_purpose_the_outbox_and_the_latest_sync(console: LiveApp) -> None:
