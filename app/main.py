@@ -42,6 +42,7 @@ from app.web.console import knowledge_import as console_knowledge_import
 from app.web.console import overview as console_overview
 from app.web.console import playbooks as console_playbooks
 from app.web.console import promises as console_promises
+from app.web.console import routing as console_routing
 from app.web.console import settings as console_settings
 from app.web.event_streams import END_STREAMS
 from app.web.input import validation_error_response
@@ -103,6 +104,7 @@ def create_app(
         console_promises,
         console_settings,
         console_canned,
+        console_routing,
     ):
         app.include_router(console_router.router)
     app.include_router(console_admin.router)

@@ -30,6 +30,7 @@ from app.live.broker import EventBroker
 from app.live.messages import store_message
 from app.models import Conversation, ConversationStatus, Message, MessageAuthor, MessageRole, StaffMember, utc_now
 from app.outcomes.recording import record_close, record_reopen
+from app.routing.assign import serve_queue_now
 from app.turns.scheduler import TurnScheduler
 
 JOINED_NOTICE = "{name} joined the conversation."
@@ -219,6 +220,7 @@ def hand_back(
     session.commit()
     conversation.status = ConversationStatus.BOT
     broker.publish(conversation.id, "conversation.status", {"status": "bot"})
+    serve_queue_now(session, broker)  # a slot freed
     if waiting:
         turns.schedule_turn(conversation.id)
     return waiting
@@ -244,6 +246,7 @@ def close(session: Session, broker: EventBroker, staff: Staff, conversation: Con
     session.commit()
     conversation.status = ConversationStatus.CLOSED
     broker.publish(conversation.id, "conversation.status", {"status": "closed"})
+    serve_queue_now(session, broker)  # a slot freed
 
 
 def reopen(session: Session, broker: EventBroker, staff: Staff, conversation: Conversation) -> None:

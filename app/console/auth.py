@@ -145,6 +145,7 @@ def load_session(
         row.csrf_token,
         notify_desktop=member.notify_desktop,
         notify_sound=member.notify_sound,
+        availability=member.availability.value,
     )
 
 

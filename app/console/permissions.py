@@ -25,6 +25,7 @@ class Permission(StrEnum):
     MANAGE_KNOWLEDGE = "manage_knowledge"
     MANAGE_PLAYBOOKS = "manage_playbooks"
     MANAGE_CANNED_REPLIES = "manage_canned_replies"  # the team's; every member keeps their own
+    MANAGE_ROUTING = "manage_routing"
     MANAGE_STAFF = "manage_staff"
     EXPORT_ERASE = "export_erase"
 
@@ -40,6 +41,7 @@ _SUPERVISOR = _AGENT | {
     Permission.MANAGE_KNOWLEDGE,
     Permission.MANAGE_PLAYBOOKS,
     Permission.MANAGE_CANNED_REPLIES,
+    Permission.MANAGE_ROUTING,
 }
 _ADMIN = _SUPERVISOR | {Permission.MANAGE_STAFF, Permission.EXPORT_ERASE}
 ROLE_PERMISSIONS: dict[StaffRole, frozenset[Permission]] = {
@@ -61,6 +63,7 @@ class Staff:
     csrf_token: str
     notify_desktop: bool = False
     notify_sound: bool = False
+    availability: str = "offline"
 
     @property
     def actor(self) -> str:

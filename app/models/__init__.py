@@ -20,9 +20,11 @@ from app.models.base import DEFAULT_CURRENCY, NAMING_CONVENTION, utc_now
 from app.models.conclusions import Conclusion, ConclusionKind, ConclusionSource, OutboxStatus
 from app.models.console import (
     AuditEvent,
+    Availability,
     CannedReply,
     ConversationLabel,
     ConversationRead,
+    DeskSetting,
     HandoffSummary,
     LoginThrottle,
     StaffMember,
@@ -72,6 +74,7 @@ __all__ = [
     "DEFAULT_CURRENCY",
     "NAMING_CONVENTION",
     "AuditEvent",
+    "Availability",
     "CannedReply",
     "Compaction",
     "Conclusion",
@@ -87,6 +90,7 @@ __all__ = [
     "ConversationRead",
     "ConversationStatus",
     "Customer",
+    "DeskSetting",
     "EvalRun",
     "GapReason",
     "GapStatus",

@@ -13,6 +13,7 @@ Staff sign-in state lives here too:
 - ``ConversationRead``: how far each staff member has read each conversation (the inbox's unread counts).
 - ``HandoffSummary``: a summary written on demand for the staff member who picks a conversation up.
 - ``ConversationLabel``: a label staff put on a conversation ("vip", "damaged-item"), to find and filter by.
+- ``DeskSetting``: a setting supervisors change in the console (whether routing is on), by key.
 - ``CannedReply``: a saved answer staff insert with ``/`` in the composer: the team's, or one member's own.
 """
 
@@ -43,6 +44,17 @@ class StaffRole(StrEnum):
     ADMIN = "admin"
 
 
+class Availability(StrEnum):
+    """Whether a staff member takes new conversations: routing gives handoffs to ``online`` members only."""
+
+    ONLINE = "online"
+    AWAY = "away"
+    OFFLINE = "offline"
+
+
+DEFAULT_CAPACITY = 3
+
+
 class StaffMemberBase(SQLModel):
     email: str = Field(max_length=STAFF_EMAIL_LENGTH, unique=True)
     name: str = Field(max_length=STAFF_NAME_LENGTH)
@@ -60,6 +72,15 @@ class StaffMember(StaffMemberBase, table=True):
     # in the tab title and icon is always on).
     notify_desktop: bool = Field(default=False, sa_column_kwargs={"server_default": sa.false()})
     notify_sound: bool = Field(default=False, sa_column_kwargs={"server_default": sa.false()})
+    # Routing (``app.routing``): whether they take handoffs now, how many open conversations at most, and when
+    # they were last given one (the round robin's order).
+    availability: Availability = Field(
+        default=Availability.OFFLINE,
+        sa_type=enum_type(Availability),
+        sa_column_kwargs={"server_default": Availability.OFFLINE.value},
+    )
+    capacity: int = Field(default=DEFAULT_CAPACITY, sa_column_kwargs={"server_default": str(DEFAULT_CAPACITY)})
+    last_routed_at: datetime | None = None
 
 
 class AuditEvent(SQLModel, table=True):
@@ -149,3 +170,12 @@ class ConversationLabel(SQLModel, table=True):
     label: str = Field(max_length=LABEL_LENGTH, primary_key=True, index=True)
     added_by: int | None = Field(default=None, foreign_key="staff_members.id", ondelete="SET NULL")
     created_at: datetime = Field(default_factory=utc_now)
+
+
+class DeskSetting(SQLModel, table=True):
+    __tablename__ = "desk_settings"
+
+    key: str = Field(max_length=64, primary_key=True)
+    value: dict[str, Any] = Field(default_factory=dict, sa_type=json_type())
+    updated_by: int | None = Field(default=None, foreign_key="staff_members.id", ondelete="SET NULL")
+    updated_at: datetime = Field(default_factory=utc_now)

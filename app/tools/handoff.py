@@ -18,6 +18,7 @@ from app.knowledge.gaps import record_handoff_gap
 from app.models import Conversation, ConversationStatus, utc_now
 from app.models.outcomes import HandoffReason
 from app.outcomes.recording import record_handoff
+from app.routing.assign import route
 from app.tools.registry import ErrorCode, ToolContext, ToolError
 from app.tools.typed import ToolArguments, TypedTool
 
@@ -53,6 +54,8 @@ def hand_over(
         record_handoff(session, conversation.id, category)
         if knowledge_gap and category not in NOT_KNOWLEDGE_GAPS:
             record_handoff_gap(session, conversation.id)
+        if conversation.assigned_staff_id is None:
+            conversation.assigned_staff_id = route(session, conversation.id)
     conversation.updated_at = utc_now()
     session.add(conversation)
     record_audit_event(

@@ -279,13 +279,15 @@ class TypingIn(BaseModel):
     status_code=status.HTTP_204_NO_CONTENT,
     responses=error_responses(status.HTTP_404_NOT_FOUND),
 )
-def customer_typing(
-    conversation_id: ConversationRef, body: TypingIn, visitor: VisitorDep, session: SessionDep, typing: TypingDep
+async def customer_typing(
+    conversation_id: ConversationRef, body: TypingIn, visitor: VisitorDep, db: DbDep, typing: TypingDep
 ) -> None:
     """The customer is writing (``on``) or stopped: staff watching the conversation see "The customer is typing…".
-    Signals closer together than a couple of seconds are dropped (``app.live.typing``)."""
-    conversation = own_conversation(session, visitor, conversation_id)
-    session.commit()
+    Signals closer together than a couple of seconds are dropped (``app.live.typing``). Async, like the message
+    route: the live-event broker lives on the event loop."""
+    with Session(db) as session:
+        conversation = own_conversation(session, visitor, conversation_id)
+        session.commit()
     assert conversation.id is not None
     typing.customer(conversation.id, on=body.on)
 

@@ -13,6 +13,7 @@
 - ``knowledge_gaps``: the content gaps, grouped, and their dismissal or coverage.
 - ``evals``: the saved evaluation runs and their results (supervisors).
 - ``canned``: canned replies, the team's and each member's own, and the composer's suggestions.
+- ``routing``: each member's availability, and the supervisors' routing page (on or off, capacities, the queue).
 - ``settings``: each staff member's notification settings, and what needs them now (``/console/attention``).
 - ``playbooks``: the playbooks, their modes and runs, and the editor of their text (supervisors).
 """

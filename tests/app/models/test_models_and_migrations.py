@@ -43,7 +43,7 @@ from app.models import (
     segment_title,
 )
 
-HEAD = "0026_conversation_labels"
+HEAD = "0027_routing"
 SessionDep = Annotated[Session, Depends(get_session)]
 ALL_TABLES = {
     "staff_members", "audit_events", "customers", "conversations", "messages", "context_segments", "compactions",
@@ -58,6 +58,7 @@ ALL_TABLES = {
     "playbook_versions",
     "canned_replies",
     "conversation_labels",
+    "desk_settings",
 }  # fmt: skip
 # The search indexes on SQLite: the FTS5 tables and their shadow tables (no content table: external content), and
 # the knowledge chunks' embeddings and their count.
