@@ -9,11 +9,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlmodel import Session
+from sqlalchemy import update
+from sqlmodel import Session, col
 
-from app.models import Conversation, StaffRole
+from app.db import create_db_engine, upgrade
+from app.models import Availability, Conversation, ConversationStatus, StaffMember, StaffRole
+from app.routing.assign import queue, route
+from app.routing.settings import set_routing
 from tests.support.console_support import StaffClient, audit_actions, console_app, signed_in
 from tests.support.live_app import LiveApp
+from tests.support.rows import add_customer_conversation
 from tests.support.scripted_llm import ScriptedLLMServer, ScriptedReply, ScriptedToolCall
 
 
@@ -74,3 +79,42 @@ def test_two_agents_with_room_for_one_each_get_one_handoff_each_and_the_third_wa
     assert _assignee(console, first) is None  # back to the queue; nobody has room
     assert "routing.assign" in [event.action for event in audit_actions(console, "routing")]
     assert 'value="online" selected' in sam.get("/console").text
+
+
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_the_round_robin_skips_full_and_absent_members_on_both_databases(
+    database: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    url = f"sqlite:///{tmp_path / 'routing.db'}" if database == "sqlite" else request.getfixturevalue("postgres_url")
+    engine = create_db_engine(url)
+    upgrade(engine)
+    try:
+        with Session(engine) as session:
+            members = [
+                StaffMember(email=f"{name}@example.com", name=name, password_hash="x", capacity=capacity,
+                            availability=availability)
+                for name, capacity, availability in (
+                    ("ann", 2, Availability.ONLINE),
+                    ("bob", 1, Availability.ONLINE),
+                    ("cat", 5, Availability.AWAY),
+                )
+            ]  # fmt: skip
+            session.add_all(members)
+            set_routing(session, True, 1)
+            session.flush()
+            conversations = []
+            for _ in range(4):
+                _, key = add_customer_conversation(session)
+                session.execute(
+                    update(Conversation)
+                    .where(col(Conversation.id) == key)
+                    .values(status=ConversationStatus.NEEDS_HUMAN)
+                )
+                conversations.append(key)
+            given = [route(session, key) for key in conversations]
+            session.commit()
+            ann, bob, _ = (member.id for member in members)
+            assert given == [ann, bob, ann, None]  # in turn, Bob full after one, Cat away: the fourth waits
+            assert queue(session) == [conversations[3]]
+    finally:
+        engine.dispose()
