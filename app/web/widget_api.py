@@ -286,10 +286,10 @@ async def customer_typing(
     Signals closer together than a couple of seconds are dropped (``app.live.typing``). Async, like the message
     route: the live-event broker lives on the event loop."""
     with Session(db) as session:
-        conversation = own_conversation(session, visitor, conversation_id)
+        key = own_conversation(session, visitor, conversation_id).id
         session.commit()
-    assert conversation.id is not None
-    typing.customer(conversation.id, on=body.on)
+    assert key is not None
+    typing.customer(key, on=body.on)
 
 
 def _check_length(text: str, limit: int) -> None:
