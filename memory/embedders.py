@@ -178,6 +178,11 @@ class MiniLMOnnxEmbedder(EmbeddingBase):  # type: ignore[misc]
     def loaded(self) -> bool:
         return self._session is not None
 
+    @property
+    def vector_identity(self) -> str:
+        """Which vectors this embedder makes: equal for two embedders whose vectors of a text are equal."""
+        return f"minilm-{'int8' if self.quantized else 'fp32'}-b{ONNX_BUILD_VERSION}"
+
     def load(self) -> None:
         """Load the model now rather than on the first ``embed`` (e.g. at server start-up)."""
         self._ensure_loaded()
@@ -236,6 +241,10 @@ class HashingEmbedder(EmbeddingBase):  # type: ignore[misc]
     def __init__(self, dims: int = EMBEDDING_DIMS) -> None:
         super().__init__(BaseEmbedderConfig(model="memdesk-hashing", embedding_dims=dims))
         self.dims = dims
+
+    @property
+    def vector_identity(self) -> str:
+        return f"hashing-{self.dims}"
 
     def embed(self, text: str, memory_action: MemoryAction | None = None) -> list[float]:
         words = HASHING_WORD_PATTERN.findall(text.lower())

@@ -7,7 +7,7 @@ in English best), character n-grams (``app.playbooks.char_grams``: German compou
 playbook for its own regular expressions. The most probable class is the match when it is a playbook and its
 probability reaches ``threshold``; else nothing matches and the turn goes on without a playbook.
 
-The hyperparameters (the n-gram hash width, L2, steps) and the threshold were chosen by 5-fold stratified
+The hyperparameters (the n-gram hash width, L2) and the threshold were chosen by 5-fold stratified
 cross-validation on the examples alone (each fold's playbooks and unmatched examples train, the rest are matched):
 a wider hash and a lighter L2 raised its accuracy by about a point for half a point more false matches, and 0.5 stayed
 the threshold (higher ones cost more accuracy than the false matches they saved). The figures are measured on a
@@ -19,8 +19,11 @@ the customer wants.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -114,8 +117,55 @@ class IntentMatcher:
                     labels += [position] * len(examples)
                 texts += self.unmatched
                 labels += [len(self.playbooks)] * len(self.unmatched)
-                grams = CharGrams([normalized_for_matching(text) for text in texts])
-                features = self._features(texts, grams) if texts else np.zeros((0, 1), dtype=np.float32)
-                classes = len(self.playbooks) + 1
-                self._model = _Model(grams, SoftmaxRegression(features, np.asarray(labels, dtype=np.int64), classes))
+                key = self._training_key(texts, labels)
+                self._model = _TRAINED.get(key) if key else None
+                if self._model is None:
+                    self._model = self._train(texts, labels)
+                    if key:
+                        _TRAINED.put(key, self._model)
             return self._model
+
+    def _train(self, texts: list[str], labels: list[int]) -> _Model:
+        grams = CharGrams([normalized_for_matching(text) for text in texts])
+        features = self._features(texts, grams) if texts else np.zeros((0, 1), dtype=np.float32)
+        classes = len(self.playbooks) + 1
+        return _Model(grams, SoftmaxRegression(features, np.asarray(labels, dtype=np.int64), classes))
+
+    def _training_key(self, texts: list[str], labels: list[int]) -> str | None:
+        """What determines the trained model: the embedder's vectors, the examples and the patterns. None (no
+        reuse) for an embedder that does not say which vectors it makes."""
+        identity = getattr(self.embedder, "vector_identity", None)
+        if not isinstance(identity, str):
+            return None
+        patterns = [
+            [p.name, {lang: [r.pattern for r in rs] for lang, rs in p.patterns.items()}] for p in self.playbooks
+        ]
+        material = json.dumps([identity, texts, labels, patterns], ensure_ascii=False, sort_keys=True)
+        return hashlib.sha256(material.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class _TrainedModels:
+    """The models trained in this process, by what they were trained on: every desk of a process (the server's
+    workers share none, but each test does) and every reload of unchanged playbooks reuses the training of seconds.
+    Bounded: a supervisor editing playbooks all day makes a new one per save."""
+
+    def __init__(self, size: int = 8) -> None:
+        self.size = size
+        self._models: OrderedDict[str, _Model] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> _Model | None:
+        with self._lock:
+            model = self._models.get(key)
+            if model is not None:
+                self._models.move_to_end(key)
+            return model
+
+    def put(self, key: str, model: _Model) -> None:
+        with self._lock:
+            self._models[key] = model
+            while len(self._models) > self.size:
+                self._models.popitem(last=False)
+
+
+_TRAINED = _TrainedModels()
