@@ -7,6 +7,7 @@ or hostile client would put on the wire), in a path, a query or a form whose fie
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -19,7 +20,7 @@ from app.console.staff import add_staff
 from app.models import AuditEvent, StaffRole
 from app.settings import Settings
 from tests.support.live_app import LiveApp, run_live_app
-from tests.support.scripted_llm import ScriptedLLMServer
+from tests.support.scripted_llm import ScriptedLLMServer, ScriptedReply, ScriptedToolCall
 from tests.support.settings import app_settings
 
 STAFF_PASSWORD = "correct horse battery staple"
@@ -140,3 +141,15 @@ def login_form(live: LiveApp) -> tuple[httpx.Client, str]:
     http = httpx.Client(base_url=live.url, timeout=10.0, follow_redirects=False)
     live.clients.append(http)
     return http, csrf_token_in(http.get("/console/login").text)
+
+
+def handed_off(live: LiveApp, server: ScriptedLLMServer, text: str) -> tuple[httpx.Client, str]:
+    """A guest's new conversation the model hands to the team on ``text`` (words the handoff detector does not take
+    as a request for a person); the guest's client and the conversation's public id, once the bot has replied."""
+    transfer = ScriptedToolCall("transfer_to_human", json.dumps({"summary": "Wants a refund for a broken kettle."}))
+    server.enqueue(ScriptedReply.with_tool_calls(transfer))
+    widget, _ = live.visitor()
+    conversation = live.conversation(widget)
+    widget.post(f"/api/widget/conversations/{conversation}/messages", json={"content": text})
+    live.wait_for_reply(conversation)
+    return widget, conversation

@@ -4,7 +4,6 @@ and a message counts until the assignee has read it."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,24 +12,14 @@ import httpx
 import pytest
 
 from app.models import StaffRole
-from tests.support.console_support import StaffClient, audit_actions, console_app, signed_in
+from tests.support.console_support import StaffClient, audit_actions, console_app, handed_off, signed_in
 from tests.support.live_app import LiveApp
-from tests.support.scripted_llm import ScriptedLLMServer, ScriptedReply, ScriptedToolCall
+from tests.support.scripted_llm import ScriptedLLMServer
 
 
 @pytest.fixture
 def console(tmp_path: Path, scripted_server: ScriptedLLMServer) -> Iterator[LiveApp]:
     yield from console_app(tmp_path, scripted_server)
-
-
-def _handed_off(live: LiveApp, server: ScriptedLLMServer, text: str) -> tuple[httpx.Client, str]:
-    transfer = ScriptedToolCall("transfer_to_human", json.dumps({"summary": "Wants a refund for a broken kettle."}))
-    server.enqueue(ScriptedReply.with_tool_calls(transfer))
-    widget, _ = live.visitor()
-    conversation = live.conversation(widget)
-    widget.post(f"/api/widget/conversations/{conversation}/messages", json={"content": text})
-    live.wait_for_reply(conversation)
-    return widget, conversation
 
 
 def _attention(member: StaffClient) -> dict[str, Any]:
@@ -46,7 +35,7 @@ def test_a_handoff_nobody_has_taken_needs_every_agent_and_a_taken_one_only_its_a
     sam = signed_in(console, StaffRole.AGENT, "sam@example.com", "Sam Rivera")
     kim = signed_in(console, StaffRole.AGENT, "kim@example.com", "Kim Lee")
     assert _attention(sam) == {"count": 0, "items": []}
-    widget, conversation = _handed_off(console, scripted_server, "Please escalate my kettle refund")
+    widget, conversation = handed_off(console, scripted_server, "Please escalate my kettle refund")
     for member in (sam, kim):
         found = _attention(member)
         assert found["count"] == 1

@@ -3,7 +3,6 @@ page reads them in one query however many rows carry them."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,9 +11,9 @@ import pytest
 from sqlalchemy import event
 
 from app.models import StaffRole
-from tests.support.console_support import audit_actions, console_app, signed_in
+from tests.support.console_support import audit_actions, console_app, handed_off, signed_in
 from tests.support.live_app import LiveApp
-from tests.support.scripted_llm import ScriptedLLMServer, ScriptedReply, ScriptedToolCall
+from tests.support.scripted_llm import ScriptedLLMServer
 
 
 @pytest.fixture
@@ -22,21 +21,11 @@ def console(tmp_path: Path, scripted_server: ScriptedLLMServer) -> Iterator[Live
     yield from console_app(tmp_path, scripted_server)
 
 
-def _handed_off(live: LiveApp, server: ScriptedLLMServer, text: str) -> str:
-    transfer = ScriptedToolCall("transfer_to_human", json.dumps({"summary": "Wants a refund for a broken kettle."}))
-    server.enqueue(ScriptedReply.with_tool_calls(transfer))
-    widget, _ = live.visitor()
-    conversation = live.conversation(widget)
-    widget.post(f"/api/widget/conversations/{conversation}/messages", json={"content": text})
-    live.wait_for_reply(conversation)
-    return conversation
-
-
 def test_staff_label_conversations_and_filter_the_inbox_by_label(
     console: LiveApp, scripted_server: ScriptedLLMServer
 ) -> None:
-    dented = _handed_off(console, scripted_server, "The kettle arrived dented, escalate")
-    other = _handed_off(console, scripted_server, "Where is my invoice? Escalate please")
+    dented = handed_off(console, scripted_server, "The kettle arrived dented, escalate")[1]
+    other = handed_off(console, scripted_server, "Where is my invoice? Escalate please")[1]
     sam = signed_in(console, StaffRole.AGENT, "sam@example.com", "Sam Rivera")
     base = f"/console/conversations/{dented}"
     assert sam.post(f"{base}/labels", {"label": "Damaged item"}).status_code == 303
@@ -64,7 +53,7 @@ def test_an_inbox_page_reads_every_rows_labels_in_one_query(
     console: LiveApp, scripted_server: ScriptedLLMServer
 ) -> None:
     sam = signed_in(console, StaffRole.AGENT, "sam@example.com", "Sam Rivera")
-    conversations = [_handed_off(console, scripted_server, f"Escalate case {n}") for n in range(6)]
+    conversations = [handed_off(console, scripted_server, f"Escalate case {n}")[1] for n in range(6)]
     for number, conversation in enumerate(conversations):
         sam.post(f"/console/conversations/{conversation}/labels", {"label": f"case-{number}"})
     statements: list[str] = []

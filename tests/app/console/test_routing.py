@@ -4,7 +4,6 @@ assigned; only supervisors change it."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,25 +15,15 @@ from app.db import create_db_engine, upgrade
 from app.models import Availability, Conversation, ConversationStatus, StaffMember, StaffRole
 from app.routing.assign import queue, route
 from app.routing.settings import set_routing
-from tests.support.console_support import StaffClient, audit_actions, console_app, signed_in
+from tests.support.console_support import StaffClient, audit_actions, console_app, handed_off, signed_in
 from tests.support.live_app import LiveApp
 from tests.support.rows import add_customer_conversation
-from tests.support.scripted_llm import ScriptedLLMServer, ScriptedReply, ScriptedToolCall
+from tests.support.scripted_llm import ScriptedLLMServer
 
 
 @pytest.fixture
 def console(tmp_path: Path, scripted_server: ScriptedLLMServer) -> Iterator[LiveApp]:
     yield from console_app(tmp_path, scripted_server)
-
-
-def _handed_off(live: LiveApp, server: ScriptedLLMServer, text: str) -> str:
-    transfer = ScriptedToolCall("transfer_to_human", json.dumps({"summary": "Wants a refund for a broken kettle."}))
-    server.enqueue(ScriptedReply.with_tool_calls(transfer))
-    widget, _ = live.visitor()
-    conversation = live.conversation(widget)
-    widget.post(f"/api/widget/conversations/{conversation}/messages", json={"content": text})
-    live.wait_for_reply(conversation)
-    return conversation
 
 
 def _assignee(live: LiveApp, conversation: str) -> int | None:
@@ -57,7 +46,7 @@ def test_two_agents_with_room_for_one_each_get_one_handoff_each_and_the_third_wa
     kim = signed_in(console, StaffRole.AGENT, "kim@example.com", "Kim Lee")  # id 3
     assert sam.get("/console/routing").status_code == 403
     assert sam.post("/console/routing", {"enabled": "on"}).status_code == 403
-    off = _handed_off(console, scripted_server, "Escalate: routing is still off")
+    off = handed_off(console, scripted_server, "Escalate: routing is still off")[1]
     assert _assignee(console, off) is None
     assert sue.post("/console/routing", {"enabled": "on"}).status_code == 303
     for member_id in (2, 3):
@@ -67,8 +56,8 @@ def test_two_agents_with_room_for_one_each_get_one_handoff_each_and_the_third_wa
     _online(sam)  # the waiting conversation goes to Sam at once
     assert _assignee(console, off) == 2
     _online(kim)
-    first = _handed_off(console, scripted_server, "Escalate: the first")
-    second = _handed_off(console, scripted_server, "Escalate: the second")
+    first = handed_off(console, scripted_server, "Escalate: the first")[1]
+    second = handed_off(console, scripted_server, "Escalate: the second")[1]
     assert _assignee(console, first) == 3  # Kim was given none yet: her turn
     assert _assignee(console, second) is None  # both full: the queue
     page = sue.get("/console/routing").text
